@@ -1,0 +1,52 @@
+//! The kube-wasm ABI contract, version 1: the one Rust definition of everything that crosses
+//! the boundary between a controller module (guest) and the host shim.
+//!
+//! [`SPEC.md`](https://example.invalid/kube-wasm/kube-wasm-abi/SPEC.md) in this crate is the
+//! source of truth; this crate is its executable form. It holds no executor, no wasmtime and
+//! no Kubernetes types: the guest crates and the host both depend on it and on nothing of
+//! each other.
+//!
+//! Every payload is a [`frame`]: a small JSON header followed by raw body bytes, so
+//! Kubernetes JSON is never re-encoded on the way through.
+
+pub mod frame;
+pub mod lines;
+pub mod names;
+pub mod ops;
+
+pub use frame::{Frame, FrameError, decode_frame, encode_frame};
+pub use lines::LineFramer;
+pub use ops::{Completion, ErrorCode, HttpRequest, OpError, OpId, ResponseMode, WatchRequest};
+
+/// Major version of this ABI. Part of the import module name ([`names::IMPORT_MODULE`]); a
+/// host refuses a module whose major version differs from its own.
+pub const ABI_MAJOR: u16 = 1;
+
+/// Minor version of this ABI: additions that old guests do not use. A host accepts a module
+/// whose minor version is at most its own.
+pub const ABI_MINOR: u16 = 0;
+
+/// The value the guest export [`names::EXPORT_ABI_VERSION`] returns: `major << 16 | minor`.
+pub const ABI_VERSION: u32 = pack_version(ABI_MAJOR, ABI_MINOR);
+
+/// Packs a version as the guest export returns it: `major << 16 | minor`.
+pub const fn pack_version(major: u16, minor: u16) -> u32 {
+    ((major as u32) << 16) | minor as u32
+}
+
+/// Splits a packed version (see [`pack_version`]) into `(major, minor)`.
+pub const fn unpack_version(packed: u32) -> (u16, u16) {
+    ((packed >> 16) as u16, (packed & 0xffff) as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_packs_and_unpacks() {
+        assert_eq!(unpack_version(ABI_VERSION), (ABI_MAJOR, ABI_MINOR));
+        assert_eq!(pack_version(2, 7), 0x0002_0007);
+        assert_eq!(unpack_version(0x0003_0001), (3, 1));
+    }
+}

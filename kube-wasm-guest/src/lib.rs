@@ -1,0 +1,27 @@
+//! The guest side of the kube-wasm ABI (see `kube-wasm-abi/SPEC.md`).
+//!
+//! This crate is the machinery beneath `kube-wasm-tokio` and `kube-wasm-client`; controller
+//! authors never use it directly.
+//!
+//! - [`host`]: the ABI imports (or, natively, the [`fake`] host that tests drive);
+//! - [`op`]: an operation in flight, as a stream of completions that cancels on drop;
+//! - [`reactor`]: completions that arrived but were not yet polled, per op, in order;
+//! - [`executor`]: the single-threaded task executor, run until stalled after every entry;
+//! - [`entry`]: what `main` and the `kube_wasm_complete` export do.
+//!
+//! Between entries nothing runs and nothing is on the stack: all state lives in the
+//! executor's task table and the reactor.
+
+pub mod entry;
+pub mod executor;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod fake;
+pub mod host;
+pub mod op;
+pub mod reactor;
+
+#[cfg(target_arch = "wasm32")]
+mod exports;
+
+pub use executor::{AbortHandle, JoinError, JoinHandle, spawn_local};
+pub use op::{Delivery, Op};

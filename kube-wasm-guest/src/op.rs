@@ -1,0 +1,132 @@
+//! An operation in flight: submitted to the host when created, observed as a stream of
+//! completions, cancelled on the host when dropped early.
+
+use crate::{host, reactor};
+use futures_core::Stream;
+use kube_wasm_abi::{
+    Completion, ErrorCode, HttpRequest, OpError, OpId, WatchRequest, decode_frame, encode_frame,
+};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// One completion as the guest received it: the decoded header and the frame's raw body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// What happened.
+    pub completion: Completion,
+    buf: Vec<u8>,
+    body_start: usize,
+}
+
+impl Delivery {
+    /// Decodes a completion frame received from the host. A frame that does not decode
+    /// becomes an `internal` error completion — a value for the op's owner, not a trap.
+    pub fn from_frame(buf: Vec<u8>) -> Self {
+        match decode_frame::<Completion>(&buf) {
+            Ok(frame) => {
+                let body_start = buf.len() - frame.body.len();
+                Self {
+                    completion: frame.header,
+                    buf,
+                    body_start,
+                }
+            }
+            Err(e) => Self::new(
+                Completion::Error(OpError::new(
+                    ErrorCode::Internal,
+                    format!("malformed completion from the host: {e}"),
+                )),
+                Vec::new(),
+            ),
+        }
+    }
+
+    /// A delivery with the given completion and body.
+    pub fn new(completion: Completion, body: Vec<u8>) -> Self {
+        Self {
+            completion,
+            buf: body,
+            body_start: 0,
+        }
+    }
+
+    /// The frame's body: a response body, one watch event, one line, or empty.
+    pub fn body(&self) -> &[u8] {
+        &self.buf[self.body_start..]
+    }
+
+    /// The body, owned.
+    pub fn into_body(mut self) -> Vec<u8> {
+        self.buf.drain(..self.body_start);
+        self.buf
+    }
+}
+
+/// An operation submitted to the host, and the stream of its completions.
+///
+/// The stream yields every completion in the order the host sent it and ends after the final
+/// one. Dropping an `Op` before its final completion cancels the host's work (the request is
+/// aborted, the watch closed, the timer dropped); completions not yet polled are discarded.
+#[derive(Debug)]
+#[must_use = "an Op is cancelled as soon as it is dropped"]
+pub struct Op {
+    id: OpId,
+}
+
+impl Op {
+    /// Sends one HTTP request; `body` is the raw request body.
+    pub fn http(request: &HttpRequest, body: &[u8]) -> Self {
+        Self::track(host::http_request(&encode_frame(request, body)))
+    }
+
+    /// Starts a watch.
+    pub fn watch(request: &WatchRequest) -> Self {
+        Self::track(host::watch(&encode_frame(request, &[])))
+    }
+
+    /// Starts a timer that completes with [`Completion::Elapsed`] after `millis` ms.
+    pub fn delay(millis: u64) -> Self {
+        Self::track(host::delay(millis))
+    }
+
+    /// Completes with [`Completion::Stop`] when the host asks the module to stop.
+    pub fn stop_signal() -> Self {
+        Self::track(host::stop_signal())
+    }
+
+    fn track(id: OpId) -> Self {
+        reactor::register(id);
+        Self { id }
+    }
+
+    /// The host's id of this op.
+    pub fn id(&self) -> OpId {
+        self.id
+    }
+
+    /// Polls for the next completion; `Ready(None)` after the final one.
+    pub fn poll_next_delivery(&mut self, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+        reactor::poll_next(self.id, cx)
+    }
+
+    /// The next completion; `None` after the final one.
+    pub async fn next_delivery(&mut self) -> Option<Delivery> {
+        std::future::poll_fn(|cx| self.poll_next_delivery(cx)).await
+    }
+}
+
+impl Stream for Op {
+    type Item = Delivery;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+        self.get_mut().poll_next_delivery(cx)
+    }
+}
+
+impl Drop for Op {
+    fn drop(&mut self) {
+        if reactor::forget(self.id) {
+            host::cancel(self.id);
+        }
+    }
+}
