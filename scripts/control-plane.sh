@@ -1,0 +1,541 @@
+#!/usr/bin/env bash
+# A real, local Kubernetes control plane (kube-apiserver v1.20.2 + etcd 3.4) built from
+# Debian bookworm packages. Run with --help for usage.
+set -euo pipefail
+
+readonly KUBE_PKG_VERSION="1.20.5+really1.20.2-1.1+deb12u1"
+readonly KUBE_GIT_VERSION="v1.20.2"
+readonly GO_PKGS=(golang-1.19-go golang-1.19-src)
+readonly GO_DIR="usr/lib/go-1.19"
+readonly ETCD_PKG="etcd-server"
+readonly REFLECT2_PKG="golang-github-modern-go-reflect2-dev"
+readonly CACHE_ROOT="${KUBE_WASM_CACHE:-$HOME/.cache/kube-wasm}/control-plane"
+readonly CACHE_DIR="$CACHE_ROOT/$KUBE_PKG_VERSION"
+readonly BIN_DIR="$CACHE_DIR/bin"
+readonly READY_TIMEOUT="${CONTROL_PLANE_TIMEOUT:-90}"
+readonly HEARTBEAT_SECS=15
+readonly APT_LOG="$CACHE_ROOT/apt.log"
+export DEBIAN_FRONTEND=noninteractive
+
+usage() {
+  cat <<EOF
+Usage: ${0##*/} COMMAND [DIR]
+
+A local kube-apiserver $KUBE_GIT_VERSION + etcd on 127.0.0.1, built from Debian bookworm's
+kubernetes source package $KUBE_PKG_VERSION.
+
+Commands:
+  provision              Install host tools (apt-get), build kube-apiserver and unpack etcd into
+                         \${KUBE_WASM_CACHE:-\$HOME/.cache/kube-wasm}/control-plane/<version>/bin.
+                         Cold: ~5 min, ~2.6 GB temporary disk. Cached: instant.
+                         Prints the bin directory on stdout.
+  start DIR              Provision, then start etcd + kube-apiserver on free loopback ports with
+                         all state under DIR; wait until ready and the 'default' namespace exists.
+                         Always a fresh cluster: state files from an earlier run in DIR are removed.
+                         Prints the contents of DIR/env on stdout.
+  stop DIR               Stop the processes started in DIR (TERM, then KILL). Idempotent.
+  restart-apiserver DIR  Restart only kube-apiserver, same port, flags and serving cert (so the
+                         kubeconfig stays valid); etcd keeps running with its data.
+  -h, --help             Show this help.
+
+Files in DIR after start:
+  env                    KUBECONFIG, APISERVER_URL, APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT,
+                         AUDIT_LOG, KUBE_TOKEN as KEY=value lines (source it; 'set -a' to export).
+  kubeconfig             context 'kube-wasm', namespace 'default', bearer token (system:masters),
+                         certificate-authority-data = the apiserver's self-signed CA.
+  audit.log              JSON lines, level Metadata, all stages, written synchronously
+                         (--audit-log-mode=blocking); a watch logs stage RequestReceived at once.
+  kube-apiserver.log, etcd.log, kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
+  (one flag a line, reused by restart-apiserver), token, tokens.csv, audit-policy.yaml,
+  pki/ (service-account keys, ca.crt), certs/ (apiserver serving cert), etcd-data/.
+
+Environment:
+  KUBE_WASM_CACHE        cache root (default \$HOME/.cache/kube-wasm)
+  CONTROL_PLANE_TIMEOUT  seconds to wait for readiness (default 90)
+  KUBE_APISERVER_EXTRA_FLAGS  extra kube-apiserver flags for start, whitespace-separated (e.g.
+                         --watch-cache=false, so watches from a pre-restart resourceVersion
+                         resume instead of getting 410 Expired after restart-apiserver)
+EOF
+}
+
+log() { printf '[control-plane] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------------------------------------
+# Host tools and apt helpers
+# ---------------------------------------------------------------------------------------------
+
+# Runs apt-get quietly (output in $APT_LOG, shown on failure).
+apt_quiet() {
+  if ! apt-get -q -o Dpkg::Use-Pty=0 "$@" >>"$APT_LOG" 2>&1; then
+    tail -n 20 "$APT_LOG" >&2
+    return 1
+  fi
+}
+
+# Runs an apt-get command; if it fails (e.g. stale or missing package lists), runs
+# `apt-get update` once and retries.
+apt_retry() {
+  if ! apt_quiet "$@"; then
+    log "apt-get $* failed; running apt-get update and retrying"
+    apt_quiet update
+    apt_quiet "$@"
+  fi
+}
+
+# Installs the Debian packages providing the given commands (pairs of "command:package").
+ensure_commands() {
+  local pair missing=()
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  [[ $(id -u) == 0 ]] || die "need root to install: ${missing[*]}"
+  mkdir -p "$CACHE_ROOT"
+  log "installing ${missing[*]} (apt log: $APT_LOG)"
+  apt_retry install -y --no-install-recommends "${missing[@]}"
+}
+
+# Prints a deb-src source list derived from the machine's own Debian apt sources.
+derive_deb_src() {
+  local deb822=/etc/apt/sources.list.d/debian.sources
+  if [[ -f $deb822 ]]; then
+    awk 'BEGIN { RS = ""; ORS = "\n\n" }
+         /(^|\n)Types:[^\n]*(^| )deb( |\n|$)/ { sub(/Types:[^\n]*/, "Types: deb-src"); print }' \
+      "$deb822"
+  elif [[ -f /etc/apt/sources.list ]]; then
+    sed -n -E 's/^deb[[:space:]]/deb-src /p' /etc/apt/sources.list
+  else
+    die "no Debian apt sources found to derive a deb-src list from"
+  fi
+}
+
+# Downloads and unpacks the kubernetes source package into $1/src, using a private apt state
+# directory so the system's apt configuration stays untouched.
+fetch_kube_source() {
+  local work=$1 apt=$1/apt ext=list
+  [[ -f /etc/apt/sources.list.d/debian.sources ]] && ext=sources
+  mkdir -p "$apt/sources.list.d" "$apt/lists/partial" "$apt/cache/archives/partial"
+  derive_deb_src >"$apt/sources.list.d/deb-src.$ext"
+  local opts=(-q -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$apt/sources.list.d"
+    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root)
+  apt_quiet "${opts[@]}" update
+  (cd "$work" && apt_quiet "${opts[@]}" source --download-only "kubernetes=$KUBE_PKG_VERSION")
+  dpkg-source -x "$work"/kubernetes_*.dsc "$work/src" >"$work/dpkg-source.log" 2>&1 \
+    || { tail -n 20 "$work/dpkg-source.log" >&2; die "dpkg-source -x failed"; }
+}
+
+# Downloads binary packages into $1 and unpacks each with dpkg -x into $2 (no maintainer
+# scripts run, so no services start).
+unpack_debs() {
+  local dl=$1 root=$2 deb
+  shift 2
+  mkdir -p "$dl" "$root"
+  (cd "$dl" && apt_retry -o APT::Sandbox::User=root download "$@")
+  for deb in "$dl"/*.deb; do dpkg -x "$deb" "$root"; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# provision
+# ---------------------------------------------------------------------------------------------
+
+is_provisioned() { [[ -x $BIN_DIR/kube-apiserver && -x $BIN_DIR/etcd ]]; }
+
+# The vendored reflect2 v1.0.1 crashes under Go >= 1.18; swap in Debian's 1.0.2 sources.
+patch_reflect2() {
+  local src=$1 root=$2
+  local vendored=$src/vendor/github.com/modern-go/reflect2
+  local fixed=$root/usr/share/gocode/src/github.com/modern-go/reflect2
+  [[ -d $vendored && -f $fixed/reflect2.go ]] || die "reflect2 sources not found"
+  find "$vendored" -maxdepth 1 \( -name '*.go' -o -name '*.s' \) ! -name '*_test.go' -delete
+  find "$fixed" -maxdepth 1 \( -name '*.go' -o -name '*.s' \) ! -name '*_test.go' \
+    -exec cp {} "$vendored/" \;
+}
+
+# Runs a command in the background with output to $log, printing a heartbeat every
+# HEARTBEAT_SECS; on failure prints the tail of the log.
+run_with_heartbeat() {
+  local what=$1 log=$2 start=$SECONDS pid next=$HEARTBEAT_SECS
+  shift 2
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if ((SECONDS - start >= next)); then
+      log "still $what… $((SECONDS - start))s ($(tail -n 1 "$log" | cut -c1-100))"
+      next=$((next + HEARTBEAT_SECS))
+    fi
+  done
+  if ! wait "$pid"; then
+    log "$what failed after $((SECONDS - start))s; last lines of $log:"
+    tail -n 40 "$log" >&2
+    return 1
+  fi
+  log "$what done in $((SECONDS - start))s"
+}
+
+build_apiserver() {
+  local work=$1 goroot=$2
+  # A private GOCACHE/GOENV keeps the user's Go setup out of (and unpolluted by) the build.
+  run_with_heartbeat "building kube-apiserver" "$CACHE_DIR/build.log" \
+    env PATH="$goroot/bin:$PATH" GOROOT="$goroot" GOCACHE="$work/gocache" GOENV=off \
+    GOPROXY=off GOFLAGS= GOWORK=off CGO_ENABLED=0 GIT_CEILING_DIRECTORIES="$work" \
+    KUBE_GIT_VERSION="$KUBE_GIT_VERSION" KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20 \
+    KUBE_GIT_TREE_STATE=clean \
+    make -C "$work/src" WHAT=cmd/kube-apiserver
+}
+
+provision_locked() {
+  local work step=0 steps=6 t0=$SECONDS
+  mkdir -p "$CACHE_DIR"
+  rm -rf "$CACHE_DIR"/build.*  # leftovers of an interrupted build; we hold the lock
+  work=$(mktemp -d "$CACHE_DIR/build.XXXXXX")
+  # shellcheck disable=SC2064 # expand $work now
+  trap "rm -rf '$work'" EXIT
+
+  log "step $((++step))/$steps: host tools"
+  ensure_commands make:make rsync:rsync dpkg-source:dpkg-dev xz:xz-utils
+  log "step $((++step))/$steps: kubernetes source package $KUBE_PKG_VERSION"
+  fetch_kube_source "$work"
+  log "step $((++step))/$steps: Go, etcd and reflect2 packages (dpkg -x)"
+  unpack_debs "$work/debs" "$work/root" "${GO_PKGS[@]}" "$ETCD_PKG" "$REFLECT2_PKG"
+  log "step $((++step))/$steps: patching vendored reflect2 to 1.0.2"
+  patch_reflect2 "$work/src" "$work/root"
+  log "step $((++step))/$steps: building kube-apiserver (~4-5 min; log: $CACHE_DIR/build.log)"
+  build_apiserver "$work" "$work/root/$GO_DIR"
+  log "step $((++step))/$steps: installing binaries into $BIN_DIR"
+  mkdir -p "$work/bin"
+  mv "$work/src/_output/local/bin/linux/amd64/kube-apiserver" "$work/root/usr/bin/etcd" "$work/bin/"
+  "$work/bin/kube-apiserver" --version >/dev/null
+  rm -rf "$BIN_DIR"
+  mv -T "$work/bin" "$BIN_DIR"  # atomic: bin/ is either complete or absent
+  trap - EXIT
+  # Deleting the ~2.6 GB build tree can take minutes on slow disks: do it in the background
+  # (a later cold provision removes leftovers).
+  setsid rm -rf "$work" </dev/null >/dev/null 2>&1 &
+  log "provisioned $KUBE_GIT_VERSION in $((SECONDS - t0))s"
+}
+
+provision() {
+  is_provisioned && return 0
+  mkdir -p "$CACHE_ROOT"
+  exec 9>"$CACHE_ROOT/.provision.lock"
+  local t0=$SECONDS
+  until flock -w "$HEARTBEAT_SECS" 9; do
+    log "waiting for another provision to finish… $((SECONDS - t0))s"
+  done
+  is_provisioned || provision_locked
+  exec 9>&-
+}
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------------------------
+
+# True if the PID in pid file $1 is a live (non-zombie) process whose command line
+# mentions $2 (the state dir), so a recycled PID is never mistaken for ours.
+pid_alive() {
+  local pidfile=$1 marker=$2 pid state cmdline
+  [[ -f $pidfile ]] || return 1
+  pid=$(<"$pidfile")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $state != Z && $cmdline == *"$marker"* ]]
+}
+
+# Starts "$@" detached (own session, no terminal, stdin from /dev/null), logging to $2;
+# the child writes its own PID to $1 before exec'ing.
+spawn() {
+  local pidfile=$1 logfile=$2
+  shift 2
+  rm -f "$pidfile"
+  # shellcheck disable=SC2016 # $$ and $@ belong to the inner shell
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@" </dev/null >"$logfile" 2>&1 &
+  local i
+  for ((i = 0; i < 50; i++)); do [[ -s $pidfile ]] && return 0; sleep 0.1; done
+  die "could not start $1"
+}
+
+# Stops the process in pid file $1 (TERM, up to 15 s, then KILL). $3 is a display name.
+stop_pid() {
+  local pidfile=$1 marker=$2 name=$3 pid i
+  if ! pid_alive "$pidfile" "$marker"; then
+    rm -f "$pidfile"
+    return 0
+  fi
+  pid=$(<"$pidfile")
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 150; i++)); do
+    pid_alive "$pidfile" "$marker" || break
+    sleep 0.1
+  done
+  if pid_alive "$pidfile" "$marker"; then
+    log "$name did not exit after 15s; sending KILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.2
+  fi
+  rm -f "$pidfile"
+}
+
+# Prints $1 distinct TCP ports that are currently free on 127.0.0.1, picked at random from
+# 20000-32767 (below the kernel's ephemeral range, so outgoing connections never take them).
+free_ports() {
+  local n=$1
+  if command -v python3 >/dev/null 2>&1; then
+    python3 - "$n" <<'PY'
+import random, socket, sys
+n, ports, socks = int(sys.argv[1]), [], []
+while len(ports) < n:
+    p = random.randint(20000, 32767)
+    if p in ports:
+        continue
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        s.close()
+        continue
+    socks.append(s)
+    ports.append(p)
+print(" ".join(map(str, ports)))
+PY
+  else
+    local ports=() p
+    while ((${#ports[@]} < n)); do
+      p=$((20000 + RANDOM % 12768))
+      [[ " ${ports[*]} " == *" $p "* ]] && continue
+      (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue  # something listens
+      ports+=("$p")
+    done
+    echo "${ports[*]}"
+  fi
+}
+
+port_free() {
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# ---------------------------------------------------------------------------------------------
+# start / stop / restart-apiserver
+# ---------------------------------------------------------------------------------------------
+
+abs_dir() { mkdir -p "$1" && (cd "$1" && pwd -P); }
+
+write_static_config() {
+  local dir=$1 token
+  rm -rf "$dir/etcd-data" "$dir/certs" "$dir/pki"
+  rm -f "$dir"/{audit.log,etcd.log,kube-apiserver.log,kubeconfig,env,kube-apiserver.args}
+  mkdir -p "$dir/pki" "$dir/certs"
+  token=$(openssl rand -hex 24)
+  (umask 077
+    printf '%s\n' "$token" >"$dir/token"
+    printf '%s,kube-wasm-admin,kube-wasm-admin,"system:masters"\n' "$token" >"$dir/tokens.csv"
+    openssl genrsa -out "$dir/pki/sa.key" 2048 2>/dev/null)
+  openssl rsa -in "$dir/pki/sa.key" -pubout -out "$dir/pki/sa.pub" 2>/dev/null
+  cat >"$dir/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+  - level: Metadata
+EOF
+}
+
+start_etcd() {
+  local dir=$1 client=$2 peer=$3 i
+  spawn "$dir/etcd.pid" "$dir/etcd.log" "$BIN_DIR/etcd" \
+    --name=kube-wasm --data-dir="$dir/etcd-data" --logger=zap --log-outputs=stderr \
+    --listen-client-urls="http://127.0.0.1:$client" \
+    --advertise-client-urls="http://127.0.0.1:$client" \
+    --listen-peer-urls="http://127.0.0.1:$peer" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$peer" \
+    --initial-cluster="kube-wasm=http://127.0.0.1:$peer"
+  for ((i = 0; i < 200; i++)); do
+    pid_alive "$dir/etcd.pid" "$dir/" || return 1
+    [[ $(curl -sf "http://127.0.0.1:$client/health" 2>/dev/null) == *'"health":"true"'* ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+write_apiserver_args() {
+  local dir=$1 port=$2 etcd_port=$3
+  cat >"$dir/kube-apiserver.args" <<EOF
+--etcd-servers=http://127.0.0.1:$etcd_port
+--bind-address=127.0.0.1
+--advertise-address=127.0.0.1
+--secure-port=$port
+--insecure-port=0
+--cert-dir=$dir/certs
+--token-auth-file=$dir/tokens.csv
+--authorization-mode=RBAC
+--service-account-issuer=https://kubernetes.default.svc.cluster.local
+--service-account-key-file=$dir/pki/sa.pub
+--service-account-signing-key-file=$dir/pki/sa.key
+--service-cluster-ip-range=10.96.0.0/24
+--disable-admission-plugins=ServiceAccount
+--audit-policy-file=$dir/audit-policy.yaml
+--audit-log-path=$dir/audit.log
+--audit-log-mode=blocking
+EOF
+  local extra
+  for extra in ${KUBE_APISERVER_EXTRA_FLAGS:-}; do printf '%s\n' "$extra"; done >>"$dir/kube-apiserver.args"
+}
+
+start_apiserver() {
+  local dir=$1 args
+  mapfile -t args <"$dir/kube-apiserver.args"
+  spawn "$dir/kube-apiserver.pid" "$dir/kube-apiserver.log" "$BIN_DIR/kube-apiserver" "${args[@]}"
+}
+
+apiserver_port() { sed -n 's/^--secure-port=//p' "$1/kube-apiserver.args"; }
+
+# Prints the CA for the apiserver's self-signed serving cert: v1.20 writes the leaf followed
+# by its CA into certs/apiserver.crt; a single self-signed cert is its own CA.
+extract_ca() {
+  awk '/-----BEGIN CERTIFICATE-----/ { n++ } { cert[n] = cert[n] $0 "\n" }
+       END { for (i = (n > 1 ? 2 : 1); i <= n; i++) printf "%s", cert[i] }' "$1"
+}
+
+write_client_files() {
+  local dir=$1 port token ca
+  port=$(apiserver_port "$dir")
+  token=$(<"$dir/token")
+  extract_ca "$dir/certs/apiserver.crt" >"$dir/pki/ca.crt"
+  ca=$(base64 -w0 <"$dir/pki/ca.crt")
+  (umask 077
+    cat >"$dir/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: kube-wasm
+    cluster:
+      server: https://127.0.0.1:$port
+      certificate-authority-data: $ca
+users:
+  - name: kube-wasm-admin
+    user:
+      token: $token
+contexts:
+  - name: kube-wasm
+    context:
+      cluster: kube-wasm
+      user: kube-wasm-admin
+      namespace: default
+current-context: kube-wasm
+EOF
+    local kv
+    for kv in "KUBECONFIG=$dir/kubeconfig" "APISERVER_URL=https://127.0.0.1:$port" \
+      "APISERVER_PORT=$port" "$(grep '^ETCD_PORT=' "$dir/etcd.ports")" \
+      "$(grep '^ETCD_PEER_PORT=' "$dir/etcd.ports")" "AUDIT_LOG=$dir/audit.log" \
+      "KUBE_TOKEN=$token"; do
+      printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
+    done >"$dir/env")
+}
+
+# Waits for /readyz and then for the `default` namespace (created ~1 s after readyz).
+wait_ready() {
+  local dir=$1 port token deadline=$((SECONDS + READY_TIMEOUT)) phase=readyz url
+  port=$(apiserver_port "$dir")
+  token=$(<"$dir/token")
+  while ((SECONDS < deadline)); do
+    pid_alive "$dir/kube-apiserver.pid" "$dir/" || { ready_failed "$dir" "kube-apiserver exited"; return 1; }
+    if [[ $phase == readyz ]]; then
+      [[ -s $dir/certs/apiserver.crt ]] \
+        && [[ $(curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$port/readyz" 2>/dev/null) == ok ]] \
+        && { write_client_files "$dir"; phase=namespace; continue; }
+    else
+      url="https://127.0.0.1:$port/api/v1/namespaces/default"
+      [[ $(curl -s -o /dev/null -w '%{http_code}' --cacert "$dir/pki/ca.crt" \
+        -H "Authorization: Bearer $token" "$url" 2>/dev/null) == 200 ]] && return 0
+    fi
+    sleep 0.2
+  done
+  ready_failed "$dir" "not ready after ${READY_TIMEOUT}s (waiting for $phase)"
+  return 1
+}
+
+ready_failed() {
+  log "error: kube-apiserver in $1: $2; last lines of $1/kube-apiserver.log:"
+  tail -n 30 "$1/kube-apiserver.log" >&2 || true
+}
+
+stop_all() {
+  stop_pid "$1/kube-apiserver.pid" "$1/" kube-apiserver
+  stop_pid "$1/etcd.pid" "$1/" etcd
+}
+
+cmd_start() {
+  local dir ports attempt t0=$SECONDS
+  dir=$(abs_dir "$1")
+  if pid_alive "$dir/kube-apiserver.pid" "$dir/" || pid_alive "$dir/etcd.pid" "$dir/"; then
+    die "a control plane is already running in $dir; run: ${0##*/} stop $dir"
+  fi
+  provision
+  ensure_commands openssl:openssl curl:curl
+  write_static_config "$dir"
+  # shellcheck disable=SC2064 # expand $dir now
+  trap "stop_all '$dir'" EXIT  # never leave half a control plane behind
+  for attempt in 1 2 3; do  # retried only if a port was taken between picking and binding
+    read -r -a ports <<<"$(free_ports 3)"
+    printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\n' "${ports[0]}" "${ports[1]}" >"$dir/etcd.ports"
+    log "starting etcd on 127.0.0.1:${ports[0]}"
+    start_etcd "$dir" "${ports[0]}" "${ports[1]}" && break
+    stop_pid "$dir/etcd.pid" "$dir/" etcd
+    grep -q 'address already in use' "$dir/etcd.log" && ((attempt < 3)) && continue
+    tail -n 20 "$dir/etcd.log" >&2
+    die "etcd did not become healthy"
+  done
+  write_apiserver_args "$dir" "${ports[2]}" "${ports[0]}"
+  log "starting kube-apiserver on https://127.0.0.1:${ports[2]}"
+  start_apiserver "$dir"
+  wait_ready "$dir" || exit 1
+  trap - EXIT
+  log "ready in $((SECONDS - t0))s; kubeconfig: $dir/kubeconfig"
+  cat "$dir/env"
+}
+
+cmd_stop() {
+  local dir
+  [[ -d $1 ]] || return 0
+  dir=$(cd "$1" && pwd -P)
+  stop_all "$dir"
+}
+
+cmd_restart_apiserver() {
+  local dir port i t0=$SECONDS
+  dir=$(cd "$1" 2>/dev/null && pwd -P) || die "no such directory: $1"
+  [[ -f $dir/kube-apiserver.args ]] || die "$dir has no control plane; run: ${0##*/} start $dir"
+  pid_alive "$dir/etcd.pid" "$dir/" || die "etcd is not running in $dir"
+  provision
+  stop_pid "$dir/kube-apiserver.pid" "$dir/" kube-apiserver
+  port=$(apiserver_port "$dir")
+  for ((i = 0; i < 100; i++)); do port_free "$port" && break; sleep 0.1; done
+  port_free "$port" || die "port $port is still in use"
+  log "restarting kube-apiserver on https://127.0.0.1:$port"
+  start_apiserver "$dir"
+  wait_ready "$dir" || exit 1
+  log "ready in $((SECONDS - t0))s"
+}
+
+main() {
+  local cmd=${1:-}
+  trap 'exit 130' INT  # make sure EXIT traps (cleanup) run on interrupt
+  trap 'exit 143' TERM
+  case $cmd in
+    -h | --help | help) usage ;;
+    provision) provision && echo "$BIN_DIR" ;;
+    start | stop | restart-apiserver)
+      [[ $# == 2 && -n $2 ]] || { usage >&2; exit 2; }
+      case $cmd in
+        start) cmd_start "$2" ;;
+        stop) cmd_stop "$2" ;;
+        restart-apiserver) cmd_restart_apiserver "$2" ;;
+      esac
+      ;;
+    *) usage >&2; exit 2 ;;
+  esac
+}
+
+main "$@"
