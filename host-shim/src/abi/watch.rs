@@ -1,0 +1,87 @@
+//! `watch(ptr, len) -> op`: one upstream watch of a collection (SPEC.md, "`watch` header").
+//!
+//! The request is built by `kube_core::Request::watch` / `watch_metadata`, so the API server
+//! sees what a native kube client sends. A non-2xx answer is one final `response` with its body;
+//! a 2xx stream yields one `watch_event` per non-blank line (events of type `ERROR` included,
+//! unchanged), then `end` when the server closes the watch, or `error` with `stream` if it
+//! breaks off. The guest decides about resuming: one op is one upstream request.
+//!
+//! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
+//! the upstream watch.
+
+use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_WATCH};
+use kube_wasm_abi::{Completion, WatchRequest, decode_frame};
+use wasmtime::{Caller, Linker};
+
+use super::http::{LinePolicy, send_whole, stream_lines};
+use super::{BadAbiCall, memory, op_to_wasm};
+use crate::ops::{CompletionSink, ModuleGone, OpKind};
+use crate::state::{HostState, OpContext};
+use crate::upstream;
+
+/// Adds `watch` to `linker`.
+///
+/// # Errors
+/// If the import is already defined.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.func_wrap(IMPORT_MODULE, IMPORT_WATCH, watch)?;
+    Ok(())
+}
+
+fn watch(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
+    let bytes = memory::read_guest_bytes(&mut caller, IMPORT_WATCH, ptr, len)?;
+    let frame = decode_frame::<WatchRequest>(&bytes)
+        .map_err(|e| BadAbiCall::new(IMPORT_WATCH, e.to_string()))?;
+    let request = frame.header;
+    let state = caller.data_mut();
+    let ctx = state.ctx.clone();
+    let id = state.ops.start(OpKind::Watch, |id| {
+        let sink = CompletionSink::new(id, ctx.completions.clone());
+        let runtime = ctx.runtime.clone();
+        runtime
+            .spawn(async move {
+                let _ = run(ctx, request, &sink).await;
+            })
+            .abort_handle()
+    });
+    Ok(op_to_wasm(id))
+}
+
+/// Runs one watch and sends its completions to `sink`.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn run(
+    ctx: OpContext,
+    request: WatchRequest,
+    sink: &CompletionSink,
+) -> Result<(), ModuleGone> {
+    let response = match upstream::build_watch_request(&request) {
+        Ok(http_request) => ctx.upstream.send(http_request).await,
+        Err(err) => Err(err),
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(err) => return sink.send(&Completion::Error(err), b"").await,
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let headers = upstream::header_pairs(response.headers());
+        return send_whole(
+            status.as_u16(),
+            headers,
+            response.into_body(),
+            ctx.limits,
+            sink,
+        )
+        .await;
+    }
+    tracing::debug!(op = sink.op(), path = %request.path, "watch started");
+    stream_lines(
+        response.into_body(),
+        ctx.limits,
+        sink,
+        LinePolicy::WatchEvents,
+    )
+    .await
+}

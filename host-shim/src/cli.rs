@@ -1,0 +1,151 @@
+//! The command line: `host-shim run [OPTIONS] MODULE.wasm...`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+/// Runs kube-rs controllers compiled to wasm32-wasip1, serving them the kube-wasm ABI v1 with
+/// kube's own authenticated client. Logs go to stderr (filter with RUST_LOG, default `info`);
+/// module output is prefixed with `[module-name] `.
+#[derive(Debug, Parser)]
+#[command(name = "host-shim", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one or more controller modules until they exit or the host is stopped
+    /// (SIGINT/SIGTERM). Exits 0 if every module exited with status 0, else 1.
+    Run(RunArgs),
+}
+
+/// Options of `host-shim run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig file to use (default: kube's inference: KUBECONFIG, ~/.kube/config,
+    /// in-cluster).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// Seconds modules get to exit after SIGINT/SIGTERM before they are ended.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub stop_timeout: u64,
+
+    /// Extra environment variable for every module (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
+    pub env: Vec<(String, String)>,
+
+    /// The modules to run; each is named after its file stem.
+    #[arg(value_name = "MODULE.wasm", required = true)]
+    pub modules: Vec<PathBuf>,
+}
+
+/// Parses `KEY=VALUE` (the value may contain `=` and be empty; the key may not be empty).
+///
+/// # Errors
+/// A message if there is no `=` or the key is empty or contains a NUL.
+pub fn parse_env_pair(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((key, value)) if !key.is_empty() && !key.contains('\0') && !value.contains('\0') => {
+            Ok((key.to_owned(), value.to_owned()))
+        }
+        Some(_) => Err(format!(
+            "`{arg}`: the key must be non-empty (and no NUL bytes)"
+        )),
+        None => Err(format!("`{arg}` is not KEY=VALUE")),
+    }
+}
+
+/// A name per module path: its file stem, made unique with `-2`, `-3`, … when stems repeat.
+pub fn module_names(paths: &[impl AsRef<Path>]) -> Vec<String> {
+    let mut taken = HashSet::new();
+    paths
+        .iter()
+        .map(|path| {
+            let stem = path
+                .as_ref()
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "module".to_owned());
+            let mut name = stem.clone();
+            let mut n = 2;
+            while !taken.insert(name.clone()) {
+                name = format!("{stem}-{n}");
+                n += 1;
+            }
+            name
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn names_are_stems_made_unique() {
+        let names = module_names(&[
+            "a/ring.wasm",
+            "b/ring.wasm",
+            "ring-2.wasm",
+            "c/ring.wasm",
+            "x/echo.wasm",
+        ]);
+        assert_eq!(names, ["ring", "ring-2", "ring-2-2", "ring-3", "echo"]);
+    }
+
+    #[test]
+    fn env_pairs_parse() {
+        assert_eq!(parse_env_pair("A=b=c"), Ok(("A".into(), "b=c".into())));
+        assert_eq!(parse_env_pair("A="), Ok(("A".into(), String::new())));
+        assert!(parse_env_pair("=x").is_err());
+        assert!(parse_env_pair("novalue").is_err());
+    }
+
+    #[test]
+    fn run_parses_all_options() {
+        let cli = Cli::try_parse_from([
+            "host-shim",
+            "run",
+            "--kubeconfig",
+            "/k",
+            "--context",
+            "kind",
+            "--stop-timeout",
+            "3",
+            "--env",
+            "A=1",
+            "--env",
+            "B=2",
+            "a.wasm",
+            "b.wasm",
+        ])
+        .expect("parses");
+        let Command::Run(args) = cli.command;
+        assert_eq!(args.kubeconfig, Some(PathBuf::from("/k")));
+        assert_eq!(args.context.as_deref(), Some("kind"));
+        assert_eq!(args.stop_timeout, 3);
+        assert_eq!(args.env.len(), 2);
+        assert_eq!(args.modules.len(), 2);
+        assert!(
+            Cli::try_parse_from(["host-shim", "run"]).is_err(),
+            "a module is required"
+        );
+    }
+}

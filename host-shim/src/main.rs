@@ -1,0 +1,145 @@
+//! `host-shim`: the command-line edge. See the library crate for how modules run.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser as _;
+use host_shim::cli::{Cli, Command, RunArgs, module_names};
+use host_shim::config::ClusterSource;
+use host_shim::module::ModuleOutcome;
+use host_shim::supervisor::exit_status;
+use host_shim::{Host, ModuleReport, Settings, StopHandle, Supervisor, Upstream};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!("cannot start the tokio runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Command::Run(args) = cli.command;
+    match runtime.block_on(run(args)) {
+        Ok(status) => ExitCode::from(status),
+        Err(err) => {
+            tracing::error!("{err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<u8> {
+    // Listen for signals first: a SIGTERM while modules compile is a stop request too.
+    let stop = StopHandle::new();
+    let signals = Signals::install().context("listening for SIGINT/SIGTERM")?;
+    tokio::spawn(signals.forward(stop.clone()));
+
+    let source = ClusterSource {
+        kubeconfig: args.kubeconfig,
+        context: args.context,
+    };
+    let config = source.load().await?;
+    let upstream = Upstream::from_config(config).context("building the kube client")?;
+    tracing::info!(
+        cluster = upstream.cluster_url(),
+        namespace = upstream.default_namespace(),
+        "connected to the cluster configuration"
+    );
+    let settings = Settings {
+        env: args.env,
+        ..Settings::default()
+    };
+    let host = Host::new(upstream, settings)?;
+
+    let names = module_names(&args.modules);
+    let mut loaded = Vec::new();
+    let mut reports = Vec::new();
+    for (name, path) in names.into_iter().zip(args.modules) {
+        let compiler = host.clone();
+        let task_name = name.clone();
+        let compiled = tokio::task::spawn_blocking(move || compiler.load_file(&task_name, &path))
+            .await
+            .context("the compile task failed")?;
+        match compiled {
+            Ok(module) => loaded.push(module),
+            Err(err) => {
+                tracing::error!("module `{name}` {err}");
+                reports.push(ModuleReport {
+                    name,
+                    outcome: ModuleOutcome::Failed(err),
+                });
+            }
+        }
+    }
+
+    let supervisor =
+        Supervisor::with_stop_handle(host, Duration::from_secs(args.stop_timeout), stop);
+    reports.extend(supervisor.run(loaded).await);
+
+    for report in &reports {
+        tracing::info!("module `{}`: {}", report.name, report.outcome);
+    }
+    Ok(exit_status(&reports))
+}
+
+/// The host's stop signals: SIGINT and SIGTERM (Ctrl-C elsewhere).
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers; from now on these signals no longer kill the process.
+    #[cfg(unix)]
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {})
+    }
+
+    /// Waits for the next signal and returns its name.
+    #[cfg(unix)]
+    async fn next(&mut self) -> Option<&'static str> {
+        tokio::select! {
+            got = self.term.recv() => got.map(|()| "SIGTERM"),
+            got = self.int.recv() => got.map(|()| "SIGINT"),
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) -> Option<&'static str> {
+        tokio::signal::ctrl_c().await.ok().map(|()| "Ctrl-C")
+    }
+
+    /// Turns signals into stop requests: the first asks modules to stop, the second ends
+    /// them at once.
+    async fn forward(mut self, stop: StopHandle) {
+        while let Some(name) = self.next().await {
+            tracing::info!("{name} received: stopping");
+            stop.request_stop();
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! One running module (SPEC.md, "Lifecycle"): instantiate, check the ABI version, call
+//! `_start`, then deliver completions until the guest exits or the host ends it.
+//!
+//! # The module loop
+//!
+//! The module's task owns its `Store`, so the guest is entered by this task only, and never
+//! twice at once. Imports (see [`crate::abi`]) only register ops and spawn their work tasks;
+//! work tasks queue `(op, frame)` [`Delivery`]s into the module's channel. The loop takes them
+//! one at a time, skips those of ops that are no longer live (cancelled), retires an op on its
+//! final completion, and for each one calls `kube_wasm_alloc(len)`, copies the frame into the
+//! buffer and calls `kube_wasm_complete(op, ptr, len)`. Completions of one op are produced by
+//! one task into one FIFO channel, so they arrive in order, and none is lost or overwritten.
+//!
+//! Every entry into the guest gets a deadline (see [`Settings::entry_deadline`]): the epoch
+//! ticker interrupts the guest every tick, it yields to tokio, and once the budget is spent
+//! the entry traps and the module is ended.
+//!
+//! Whatever way the module ends, all its live ops are aborted: their requests and watches are
+//! dropped, which closes them upstream.
+//!
+//! [`Settings::entry_deadline`]: crate::host::Settings::entry_deadline
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube_wasm_abi::names::{EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_COMPLETE, EXPORT_START};
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument as _;
+use wasmtime::{Store, UpdateDeadline};
+use wasmtime_wasi::I32Exit;
+
+use crate::abi::exports::{GuestExports, Incompatible, check_imports, check_version};
+use crate::abi::{BadAbiCall, memory, op_to_wasm};
+use crate::host::Host;
+use crate::ops::{Delivery, OpTable};
+use crate::state::{HostState, OpContext};
+use crate::stop::{Phase, StopHandle};
+use crate::wasi;
+
+/// A compiled module with its name in the host, ready to run.
+#[derive(Clone)]
+pub struct LoadedModule {
+    name: String,
+    module: wasmtime::Module,
+}
+
+impl fmt::Debug for LoadedModule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedModule")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedModule {
+    pub(crate) fn new(name: &str, module: wasmtime::Module) -> Self {
+        Self {
+            name: name.to_owned(),
+            module,
+        }
+    }
+
+    /// The module's name in the host (the prefix of its output, `KUBE_WASM_MODULE`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Why a module was ended or could not run. Each ends only that module.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModuleError {
+    /// The wasm could not be read or compiled.
+    #[error("could not be compiled: {0}")]
+    Compile(String),
+    /// The module was refused: wrong ABI version, unknown imports, missing exports.
+    #[error("was refused: {0}")]
+    Incompatible(#[from] Incompatible),
+    /// Instantiation failed (e.g. an import neither WASI nor the ABI provides).
+    #[error("could not be instantiated: {0}")]
+    Instantiate(String),
+    /// The guest made a malformed call to an import.
+    #[error("made a {0}")]
+    BadAbiCall(BadAbiCall),
+    /// The guest trapped (a Rust panic aborts with `unreachable`).
+    #[error("trapped in `{during}`: {reason}")]
+    Trap {
+        /// The export the host had called.
+        during: &'static str,
+        /// The trap, in one line.
+        reason: String,
+        /// The full error with the guest's wasm backtrace (for the log).
+        backtrace: String,
+    },
+    /// One guest entry ran past the deadline.
+    #[error("ran for more than {deadline:?} in one call of `{during}` (an endless loop?)")]
+    DeadlineExceeded {
+        /// The export the host had called.
+        during: &'static str,
+        /// The deadline.
+        deadline: Duration,
+    },
+    /// `kube_wasm_alloc` returned 0.
+    #[error("is out of memory: `kube_wasm_alloc({len})` returned 0")]
+    AllocFailed {
+        /// The requested size in bytes.
+        len: usize,
+    },
+    /// `kube_wasm_alloc` returned a buffer that is not inside linear memory.
+    #[error("returned a bad buffer from `kube_wasm_alloc({len})`: {reason}")]
+    AllocOutOfBounds {
+        /// The requested size in bytes.
+        len: usize,
+        /// What is wrong with the buffer.
+        reason: String,
+    },
+    /// The host itself failed while running the module (a bug).
+    #[error("was ended by an internal host error: {0}")]
+    Internal(String),
+    /// A completion too large for a wasm32 guest (over `i32::MAX` bytes).
+    #[error("cannot receive a completion of {len} bytes: more than a wasm32 guest can address")]
+    CompletionTooLarge {
+        /// The frame size in bytes.
+        len: usize,
+    },
+}
+
+/// Why the host ended a module that had not failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The host is stopping and the module never asked for the stop signal.
+    NeverAskedForStop,
+    /// The host is stopping and the module did not exit in time (the stop timeout ran out,
+    /// or a second stop request came).
+    StopTimeout,
+}
+
+impl fmt::Display for EndReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EndReason::NeverAskedForStop => {
+                "the host is stopping and the module never asked for the stop signal"
+            }
+            EndReason::StopTimeout => "the module did not exit in time after the stop request",
+        })
+    }
+}
+
+/// How a module's run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleOutcome {
+    /// The guest called `proc_exit(status)`; 0 is a clean stop.
+    Exited(i32),
+    /// The module failed or was refused.
+    Failed(ModuleError),
+    /// The host ended it while stopping.
+    Ended(EndReason),
+}
+
+impl ModuleOutcome {
+    /// Whether the module stopped cleanly: it exited with status 0.
+    pub fn is_success(&self) -> bool {
+        matches!(self, ModuleOutcome::Exited(0))
+    }
+}
+
+impl fmt::Display for ModuleOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModuleOutcome::Exited(0) => f.write_str("exited cleanly"),
+            ModuleOutcome::Exited(status) => write!(f, "exited with status {status}"),
+            ModuleOutcome::Failed(err) => err.fmt(f),
+            ModuleOutcome::Ended(reason) => write!(f, "was ended: {reason}"),
+        }
+    }
+}
+
+/// The epoch callback's error: the current entry ran out of ticks.
+#[derive(Debug, thiserror::Error)]
+#[error("guest entry deadline exceeded")]
+struct EntryDeadlineExceeded;
+
+/// Runs `module` on `host` until it exits or is ended, and logs how it ended.
+pub(crate) async fn run(host: &Host, module: LoadedModule, stop: &StopHandle) -> ModuleOutcome {
+    let name: Arc<str> = module.name.as_str().into();
+    let span = tracing::info_span!("module", name = %name);
+    let outcome = run_inner(host, module, stop, name.clone())
+        .instrument(span)
+        .await;
+    match &outcome {
+        ModuleOutcome::Exited(0) => tracing::info!("module `{name}` exited cleanly"),
+        ModuleOutcome::Exited(status) => {
+            tracing::error!("module `{name}` exited with status {status}")
+        }
+        ModuleOutcome::Failed(err @ ModuleError::Trap { backtrace, .. }) => {
+            tracing::error!("module `{name}` {err}; it was ended\n{backtrace}");
+        }
+        ModuleOutcome::Failed(err) => tracing::error!("module `{name}` {err}; it was ended"),
+        ModuleOutcome::Ended(reason) => tracing::warn!("module `{name}` was ended: {reason}"),
+    }
+    outcome
+}
+
+async fn run_inner(
+    host: &Host,
+    module: LoadedModule,
+    stop: &StopHandle,
+    name: Arc<str>,
+) -> ModuleOutcome {
+    if let Err(err) = check_imports(&module.module) {
+        return ModuleOutcome::Failed(err.into());
+    }
+    let inner = &host.inner;
+    let settings = &inner.settings;
+    let env = wasi::module_env(&name, &inner.upstream, &settings.env);
+    let (tx, rx) = mpsc::channel(settings.completion_queue.max(1));
+    let state = HostState {
+        name: name.clone(),
+        wasi: wasi::module_wasi(&name, &env, &settings.output),
+        ops: OpTable::new(),
+        ctx: OpContext {
+            upstream: inner.upstream.clone(),
+            completions: tx,
+            phase: stop.subscribe(),
+            limits: settings.limits,
+            runtime: tokio::runtime::Handle::current(),
+        },
+        asked_for_stop: false,
+        entry_ticks: 0,
+        entry_tick_budget: settings.entry_tick_budget(),
+        entry_deadline: settings.entry_deadline,
+    };
+    let mut store = Store::new(&inner.engine, state);
+    store.epoch_deadline_callback(|mut cx| {
+        let state = cx.data_mut();
+        state.entry_ticks += 1;
+        if state.entry_ticks >= state.entry_tick_budget {
+            Err(wasmtime::Error::new(EntryDeadlineExceeded))
+        } else {
+            // tokio's own yield lets the scheduler poll its timers and I/O before this task
+            // runs again, so other modules progress even on a single thread.
+            Ok(UpdateDeadline::YieldCustom(
+                1,
+                Box::pin(tokio::task::yield_now()),
+            ))
+        }
+    });
+    let mut running = Running {
+        store,
+        exports: None,
+        completions: rx,
+        phase: stop.subscribe(),
+        name,
+    };
+    let outcome = running.drive(host, &module).await;
+    running.finish();
+    outcome
+}
+
+/// A module between `Store` creation and its end.
+struct Running {
+    store: Store<HostState>,
+    exports: Option<GuestExports>,
+    completions: mpsc::Receiver<Delivery>,
+    phase: watch::Receiver<Phase>,
+    name: Arc<str>,
+}
+
+impl Running {
+    async fn drive(&mut self, host: &Host, module: &LoadedModule) -> ModuleOutcome {
+        if let Err(outcome) = self.start(host, module).await {
+            return outcome;
+        }
+        self.event_loop().await
+    }
+
+    /// Instantiates the module, checks its ABI version and runs `_start`.
+    async fn start(&mut self, host: &Host, module: &LoadedModule) -> Result<(), ModuleOutcome> {
+        self.arm_deadline();
+        let instance = match host
+            .inner
+            .linker
+            .instantiate_async(&mut self.store, &module.module)
+            .await
+        {
+            Ok(instance) => instance,
+            Err(err) => {
+                return Err(
+                    match guest_failure(&err, "start section", self.store.data().entry_deadline) {
+                        Some(outcome) => outcome,
+                        None => ModuleOutcome::Failed(ModuleError::Instantiate(format!("{err:?}"))),
+                    },
+                );
+            }
+        };
+        let exports = GuestExports::resolve(&mut self.store, &instance)
+            .map_err(|e| ModuleOutcome::Failed(e.into()))?;
+        self.exports = Some(exports.clone());
+
+        self.arm_deadline();
+        let packed = exports
+            .abi_version
+            .call_async(&mut self.store, ())
+            .await
+            .map_err(|err| self.entry_error(err, EXPORT_ABI_VERSION))?;
+        check_version(packed as u32).map_err(|e| ModuleOutcome::Failed(e.into()))?;
+
+        tracing::debug!("calling `_start`");
+        self.arm_deadline();
+        exports
+            .start
+            .call_async(&mut self.store, ())
+            .await
+            .map_err(|err| self.entry_error(err, EXPORT_START))?;
+        Ok(())
+    }
+
+    /// Delivers completions until the guest exits, fails, or the host ends it.
+    async fn event_loop(&mut self) -> ModuleOutcome {
+        let mut phase_open = true;
+        let mut warned_idle = false;
+        loop {
+            let phase = *self.phase.borrow_and_update();
+            match phase {
+                Phase::Kill => return ModuleOutcome::Ended(EndReason::StopTimeout),
+                Phase::Stopping if !self.store.data().asked_for_stop => {
+                    return ModuleOutcome::Ended(EndReason::NeverAskedForStop);
+                }
+                Phase::Running | Phase::Stopping => {}
+            }
+            if phase == Phase::Running && self.store.data().ops.is_empty() && !warned_idle {
+                warned_idle = true;
+                tracing::warn!(
+                    "module `{}` is idle with no pending operation and did not exit: nothing can wake it \
+                     any more, so it waits for the host to stop",
+                    self.name
+                );
+            }
+            tokio::select! {
+                biased;
+                changed = self.phase.changed(), if phase_open => {
+                    // A dropped stop handle means no stop will ever come.
+                    phase_open = changed.is_ok();
+                }
+                delivery = self.completions.recv() => {
+                    // The store holds a sender, so the channel cannot close while we run.
+                    let Some(delivery) = delivery else { continue };
+                    if let Err(outcome) = self.deliver(delivery).await {
+                        return outcome;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Delivers one completion if its op is still live.
+    async fn deliver(&mut self, delivery: Delivery) -> Result<(), ModuleOutcome> {
+        let Some(exports) = self.exports.clone() else {
+            return Ok(());
+        };
+        let ops = &mut self.store.data_mut().ops;
+        if !ops.is_live(delivery.op) {
+            tracing::trace!(op = delivery.op, "dropping a completion of a cancelled op");
+            return Ok(());
+        }
+        if delivery.is_final {
+            ops.retire(delivery.op);
+        }
+        let size = delivery.frame.len();
+        let len = i32::try_from(size)
+            .map_err(|_| ModuleOutcome::Failed(ModuleError::CompletionTooLarge { len: size }))?;
+
+        self.arm_deadline();
+        let ptr = exports
+            .alloc
+            .call_async(&mut self.store, len)
+            .await
+            .map_err(|err| self.entry_error(err, EXPORT_ALLOC))?;
+        if ptr == 0 {
+            return Err(ModuleOutcome::Failed(ModuleError::AllocFailed {
+                len: size,
+            }));
+        }
+        memory::write_guest_bytes(&mut self.store, exports.memory, ptr, &delivery.frame).map_err(
+            |reason| ModuleOutcome::Failed(ModuleError::AllocOutOfBounds { len: size, reason }),
+        )?;
+
+        self.arm_deadline();
+        exports
+            .complete
+            .call_async(&mut self.store, (op_to_wasm(delivery.op), ptr, len))
+            .await
+            .map_err(|err| self.entry_error(err, EXPORT_COMPLETE))
+    }
+
+    /// Starts the deadline of one guest entry.
+    fn arm_deadline(&mut self) {
+        self.store.data_mut().begin_entry();
+        self.store.set_epoch_deadline(1);
+    }
+
+    fn entry_error(&self, err: wasmtime::Error, during: &'static str) -> ModuleOutcome {
+        guest_failure(&err, during, self.store.data().entry_deadline).unwrap_or_else(|| {
+            ModuleOutcome::Failed(ModuleError::Trap {
+                during,
+                reason: trap_reason(&err),
+                backtrace: format!("{err:?}"),
+            })
+        })
+    }
+
+    /// Aborts every live op and logs what was cancelled.
+    fn finish(&mut self) {
+        let counts = self.store.data_mut().ops.cancel_all();
+        if counts.total() > 0 {
+            tracing::info!("cancelled {counts} of module `{}`", self.name);
+        }
+    }
+}
+
+/// The trap of a failed guest call in one line.
+fn trap_reason(err: &wasmtime::Error) -> String {
+    match err.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::UnreachableCodeReached) => {
+            "wasm `unreachable` instruction executed (a Rust panic aborts this way; see its message \
+             in the module's stderr)"
+                .to_owned()
+        }
+        Some(trap) => trap.to_string(),
+        None => err.root_cause().to_string(),
+    }
+}
+
+/// Recognises the ways a guest call ends that are not plain traps: `proc_exit`, a bad ABI
+/// call, an entry deadline overrun.
+fn guest_failure(
+    err: &wasmtime::Error,
+    during: &'static str,
+    deadline: Duration,
+) -> Option<ModuleOutcome> {
+    if let Some(exit) = err.downcast_ref::<I32Exit>() {
+        return Some(ModuleOutcome::Exited(exit.0));
+    }
+    if let Some(bad) = err.downcast_ref::<BadAbiCall>() {
+        return Some(ModuleOutcome::Failed(ModuleError::BadAbiCall(bad.clone())));
+    }
+    if err.downcast_ref::<EntryDeadlineExceeded>().is_some() {
+        return Some(ModuleOutcome::Failed(ModuleError::DeadlineExceeded {
+            during,
+            deadline,
+        }));
+    }
+    None
+}

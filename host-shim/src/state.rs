@@ -1,0 +1,75 @@
+//! The data of one module's wasmtime `Store`: everything the host functions need, and nothing
+//! shared with other modules except the (cheaply cloned) upstream client.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, watch};
+use wasmtime_wasi::p1::WasiP1Ctx;
+
+use crate::ops::{Delivery, OpTable};
+use crate::stop::Phase;
+use crate::upstream::Upstream;
+
+/// Limits that apply to the ops of every module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpLimits {
+    /// Longest line (`lines` mode) or watch event the host passes on, in bytes.
+    pub max_line_bytes: usize,
+    /// Largest whole response body the host passes on, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for OpLimits {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: 16 * 1024 * 1024,
+            max_body_bytes: 512 * 1024 * 1024,
+        }
+    }
+}
+
+/// What op work tasks are given: the API server, where to send completions, and the host's
+/// stop phase.
+#[derive(Clone)]
+pub struct OpContext {
+    /// The API server, through kube's client.
+    pub upstream: Upstream,
+    /// The module's completion queue.
+    pub completions: mpsc::Sender<Delivery>,
+    /// The host's stop phase (`stop_signal` waits on it).
+    pub phase: watch::Receiver<Phase>,
+    /// Size limits.
+    pub limits: OpLimits,
+    /// The tokio runtime op tasks are spawned on.
+    pub runtime: Handle,
+}
+
+/// The `T` of a module's `Store<T>`.
+pub struct HostState {
+    /// The module's name in the host (for logs).
+    pub name: Arc<str>,
+    /// WASI preview 1 (stdio, environment, clocks, random; no files, no sockets).
+    pub wasi: WasiP1Ctx,
+    /// The module's live ops.
+    pub ops: OpTable,
+    /// What op tasks need.
+    pub ctx: OpContext,
+    /// Whether the module ever called `stop_signal`: a module that never did is ended at once
+    /// when the host stops.
+    pub asked_for_stop: bool,
+    /// Epoch ticks spent in the current guest entry.
+    pub entry_ticks: u64,
+    /// Epoch ticks a single guest entry may take before it is ended.
+    pub entry_tick_budget: u64,
+    /// The wall-clock equivalent of `entry_tick_budget`, for messages.
+    pub entry_deadline: Duration,
+}
+
+impl HostState {
+    /// Resets the per-entry tick count; call before every call into the guest.
+    pub fn begin_entry(&mut self) {
+        self.entry_ticks = 0;
+    }
+}

@@ -1,0 +1,56 @@
+//! The WASI preview 1 context of one module (SPEC.md, "Environment"): its environment,
+//! arguments and stdio. Nothing is inherited from the host process: no environment variable,
+//! no preopened directory, no socket; stdin is closed.
+
+use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p1::WasiP1Ctx;
+
+use crate::output::{OutputTarget, PrefixedOutput, Stream};
+use crate::upstream::Upstream;
+
+/// `KUBE_WASM_MODULE`: the module's name in the host.
+pub const ENV_MODULE: &str = "KUBE_WASM_MODULE";
+/// `KUBE_WASM_DEFAULT_NAMESPACE`: the default namespace of the host's kube config.
+pub const ENV_DEFAULT_NAMESPACE: &str = "KUBE_WASM_DEFAULT_NAMESPACE";
+/// `KUBE_WASM_CLUSTER_URL`: the API server URL, for information only.
+pub const ENV_CLUSTER_URL: &str = "KUBE_WASM_CLUSTER_URL";
+
+/// The environment of module `name`: the three `KUBE_WASM_*` variables, then the configured
+/// `extra` pairs. An extra pair cannot override a `KUBE_WASM_*` variable the host sets (it is
+/// left out, with a warning).
+pub fn module_env(
+    name: &str,
+    upstream: &Upstream,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env = vec![
+        (ENV_MODULE.to_owned(), name.to_owned()),
+        (
+            ENV_DEFAULT_NAMESPACE.to_owned(),
+            upstream.default_namespace().to_owned(),
+        ),
+        (
+            ENV_CLUSTER_URL.to_owned(),
+            upstream.cluster_url().to_owned(),
+        ),
+    ];
+    for (key, value) in extra {
+        if env.iter().any(|(k, _)| k == key) {
+            tracing::warn!(module = name, "--env {key} is ignored: the host sets it");
+            continue;
+        }
+        env.push((key.clone(), value.clone()));
+    }
+    env
+}
+
+/// Builds the WASI context of module `name`: `argv` is just the name, the environment is
+/// `env`, stdout and stderr are prefixed with `[name] ` and go to `output`.
+pub fn module_wasi(name: &str, env: &[(String, String)], output: &OutputTarget) -> WasiP1Ctx {
+    WasiCtxBuilder::new()
+        .args(&[name])
+        .envs(env)
+        .stdout(PrefixedOutput::new(name, Stream::Stdout, output.clone()))
+        .stderr(PrefixedOutput::new(name, Stream::Stderr, output.clone()))
+        .build_p1()
+}
