@@ -1,0 +1,99 @@
+//! API client for interacting with the Kubernetes API, as `kube::client` in kube 5.0.
+//!
+//! The [`Client`] does not open connections: each request becomes an ABI `http_request` op
+//! (each watch a `watch` op) that the host carries out with its own authenticated client.
+//! Errors follow kube's: a non-2xx response is [`crate::Error::Api`], a host
+//! failure maps per SPEC.md's error-code table.
+
+use crate::{Config, Error, Result};
+use std::fmt;
+use std::sync::Arc;
+
+mod api_errors;
+mod events;
+mod host_error;
+mod request_events;
+mod requests;
+mod send;
+mod server_info;
+mod watch;
+
+pub use kube_core::discovery::v2::{
+    APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APISubresourceDiscovery,
+    APIVersionDiscovery, GroupVersionKind as DiscoveryGroupVersionKind,
+};
+
+/// Client for connecting with a Kubernetes cluster, as `kube::Client` in kube 5.0.
+///
+/// Cheap to clone (the extra headers are shared), `Send + Sync`; every future and stream
+/// it returns is `Send`, so `tokio::spawn(async move { api.get("x").await })` compiles as
+/// with kube.
+///
+/// Dropping any future or stream it returned before it finished cancels the op on the host
+/// (the request is aborted, the watch closed).
+#[derive(Clone)]
+pub struct Client {
+    default_ns: String,
+    /// `Config::headers`, as text, sent after each request's own headers.
+    extra_headers: Arc<[(String, String)]>,
+}
+
+impl Client {
+    /// A client whose requests go to the host, with `default_namespace` for
+    /// `Api::default_namespaced` and friends.
+    ///
+    /// This takes the place of kube's `Client::new(service, default_namespace)`: in a guest
+    /// there is no tower service to pass, the host is the transport. Use it where a test or
+    /// a program wants a client without reading the host's environment.
+    pub fn for_host(default_namespace: impl Into<String>) -> Self {
+        Self {
+            default_ns: default_namespace.into(),
+            extra_headers: Arc::new([]),
+        }
+    }
+
+    /// Creates a client from the host's configuration ([`Config::infer`]), as kube's
+    /// `Client::try_default`.
+    ///
+    /// # Errors
+    /// [`Error::InferConfig`] if the host's environment lacks or garbles
+    /// `KUBE_WASM_CLUSTER_URL`; [`Error::BuildRequest`] if a configured header is not UTF-8.
+    pub async fn try_default() -> Result<Self> {
+        Self::try_from(Config::infer().await.map_err(Error::InferConfig)?)
+    }
+
+    /// The default namespace: from [`Config::default_namespace`] or [`Client::for_host`].
+    pub fn default_namespace(&self) -> &str {
+        &self.default_ns
+    }
+}
+
+impl TryFrom<Config> for Client {
+    type Error = Error;
+
+    /// A client with `config`'s default namespace and extra headers (the timeouts and the
+    /// cluster URL are the host's business).
+    ///
+    /// # Errors
+    /// [`Error::BuildRequest`] if a header value in `config.headers` is not UTF-8 text.
+    fn try_from(config: Config) -> Result<Self> {
+        let extra_headers = config
+            .headers
+            .iter()
+            .map(|(name, value)| Ok((name.as_str().to_string(), send::header_text(name, value)?)))
+            .collect::<Result<Arc<[_]>>>()?;
+        Ok(Self {
+            default_ns: config.default_namespace,
+            extra_headers,
+        })
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("default_namespace", &self.default_ns)
+            .field("extra_headers", &self.extra_headers.len())
+            .finish()
+    }
+}

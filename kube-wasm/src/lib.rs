@@ -1,0 +1,102 @@
+//! The `kube` 5.0 facade for Kubernetes controllers compiled to `wasm32-wasip1` and run by
+//! a kube-wasm host.
+//!
+//! A controller switches by changing its Cargo.toml only:
+//!
+//! ```toml
+//! kube = { package = "kube-wasm", version = "0.1", features = ["runtime", "derive"] }
+//! tokio = { package = "kube-wasm-tokio", version = "0.1", features = ["full"] }
+//! ```
+//!
+//! The paths are kube 5.0's: [`Api`], [`Client`], [`Config`], [`Error`], [`Result`],
+//! [`Resource`], [`ResourceExt`], [`CustomResourceExt`], [`core`] (kube-core itself),
+//! [`api`], [`client`], [`config`], [`error`], [`prelude`], and with `derive`
+//! `#[derive(CustomResource, Resource, KubeSchema)]` (kube-derive itself, whose generated
+//! `::kube::core::…` paths resolve here). The client parts come from `kube-wasm-client`,
+//! which sends every request through the host; kube-core and kube-derive are used as they
+//! are.
+//!
+//! # Features
+//!
+//! Every feature name of kube 5.0 is accepted, with kube's default set (`client`,
+//! `rustls-tls`, `ring`):
+//!
+//! - `client`, `config`: as in kube (the client and config modules).
+//! - `derive`, `admission`, `jsonpatch`, `cel`, `ws`, `kubelet-debug`: forwarded to
+//!   kube-core / kube-derive as in kube. `ws` only brings kube-core's types: exec, attach
+//!   and port-forward are not available in a guest.
+//! - `runtime`, `unstable-runtime`: placeholders, accepted and empty until the guest runtime
+//!   crate exists; `kube::runtime` is not there yet.
+//! - `rustls-tls`, `openssl-tls`, `ring`, `aws-lc-rs`, `webpki-roots`, `gzip`,
+//!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`,
+//!   `unstable-client`: no-ops — the host owns the transport, TLS and credentials.
+//!
+//! Not provided: `kube::discovery` / `kube::Discovery`, `client::ConfigExt` and
+//! `ClientBuilder` (tower layers), WebSocket subresources.
+
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use kube_wasm_client::api;
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use kube_wasm_client::client;
+
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use api::Api;
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use client::Client;
+
+#[cfg(feature = "config")]
+#[doc(inline)]
+pub use config::Config;
+#[cfg(feature = "config")]
+#[doc(inline)]
+pub use kube_wasm_client::config;
+
+#[cfg(any(feature = "config", feature = "client"))]
+#[doc(inline)]
+pub use error::Error;
+#[cfg(any(feature = "config", feature = "client"))]
+#[doc(inline)]
+pub use kube_wasm_client::error;
+
+/// Convenient alias for `Result<T, Error>`, as kube's.
+#[cfg(any(feature = "config", feature = "client"))]
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `#[derive(CustomResource)]`: a custom resource type and its CRD from a spec struct
+/// (kube-derive, as in kube).
+#[cfg(feature = "derive")]
+pub use kube_derive::CustomResource;
+
+/// `#[derive(Resource)]`: implements `Resource` for a type by pointing at an existing one
+/// (kube-derive, as in kube).
+#[cfg(feature = "derive")]
+pub use kube_derive::Resource;
+
+/// `#[derive(KubeSchema)]`: a JSON schema with CEL validation rules (kube-derive, as in
+/// kube).
+#[cfg(feature = "derive")]
+pub use kube_derive::KubeSchema;
+
+pub use crate::core::{CustomResourceExt, Resource, ResourceExt};
+#[doc(inline)]
+pub use kube_core as core;
+
+pub mod prelude {
+    //! A prelude for kube, as kube's: the extension traits most code imports, as `_`.
+    //!
+    //! ```
+    //! use kube_wasm::prelude::*;
+    //! ```
+    //!
+    //! kube's `ConfigExt` (tower layers) has no counterpart in a guest; the runtime's
+    //! `WatchStreamExt` joins once the runtime crate exists.
+
+    pub use crate::{
+        Resource as _, ResourceExt as _,
+        core::{PartialObjectMetaExt as _, SelectorExt as _, crd::CustomResourceExt as _},
+    };
+}
