@@ -1,0 +1,148 @@
+//! Exercises `Api<K>` the way a kube-rs program does and prints one line per observation.
+//! The output is deterministic (no uids, timestamps or resourceVersions), so the end-to-end
+//! suite can compare a native run (real kube + tokio) with a run in the host shim.
+//!
+//! Mode from the first argument or `API_CHECKS_MODE`: `checks` (default) runs the checks
+//! against namespace `API_CHECKS_NAMESPACE` (default: the client's) and exits; `watch-forever`
+//! watches ConfigMaps and ignores stop requests, so the host has to end it.
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{
+    Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt,
+    WatchEvent, WatchParams,
+};
+use kube::Client;
+use std::time::Duration;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mode = std::env::args()
+        .nth(1)
+        .or_else(|| std::env::var("API_CHECKS_MODE").ok())
+        .unwrap_or_else(|| "checks".into());
+    let client = Client::try_default().await?;
+    let namespace = std::env::var("API_CHECKS_NAMESPACE")
+        .unwrap_or_else(|_| client.default_namespace().to_string());
+    match mode.as_str() {
+        "checks" => checks(client, &namespace).await,
+        "watch-forever" => watch_forever(client, &namespace).await,
+        other => anyhow::bail!("unknown mode {other:?}"),
+    }
+}
+
+async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+
+    // A missing object is a 404 Status.
+    match pods.get("does-not-exist").await {
+        Err(kube::Error::Api(s)) if s.is_not_found() => println!("get missing pod: not found"),
+        other => anyhow::bail!("get missing pod: expected not found, got {other:?}"),
+    }
+    println!("get_opt missing: {:?}", cms.get_opt("does-not-exist").await?.map(|c| c.name_any()));
+
+    // A watch started before the changes sees them in order.
+    let list = cms.list(&ListParams::default().labels("api-checks=watched")).await?;
+    let version = list.metadata.resource_version.clone().unwrap_or_default();
+    let wp = WatchParams::default().labels("api-checks=watched").timeout(30);
+    let mut events = cms.watch(&wp, &version).await?.boxed();
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(event) = events.try_next().await? {
+            match event {
+                WatchEvent::Added(cm) => seen.push(format!("ADDED {}", cm.name_any())),
+                WatchEvent::Modified(cm) => seen.push(format!(
+                    "MODIFIED {} {:?}",
+                    cm.name_any(),
+                    cm.data.unwrap_or_default()
+                )),
+                WatchEvent::Deleted(cm) => {
+                    seen.push(format!("DELETED {}", cm.name_any()));
+                    break;
+                }
+                WatchEvent::Bookmark(_) => {}
+                WatchEvent::Error(e) => anyhow::bail!("watch error {e:?}"),
+            }
+        }
+        Ok(seen)
+    });
+
+    // create, then one round trip per patch type.
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("api-checks".into()),
+            labels: Some([("api-checks".to_string(), "watched".to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("step".to_string(), "created".to_string())].into()),
+        ..ConfigMap::default()
+    };
+    let created = cms.create(&PostParams::default(), &cm).await?;
+    println!("create: {} data={:?}", created.name_any(), created.data);
+    match cms.create(&PostParams::default(), &cm).await {
+        Err(kube::Error::Api(s)) if s.is_already_exists() => println!("create again: already exists"),
+        other => anyhow::bail!("create again: expected 409, got {other:?}"),
+    }
+
+    let pp = PatchParams::default();
+    let merge = serde_json::json!({"data": {"step": "merge", "merge": "yes"}});
+    let after = cms.patch("api-checks", &pp, &Patch::Merge(&merge)).await?;
+    println!("patch merge: {:?}", after.data);
+
+    let json: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        {"op": "replace", "path": "/data/step", "value": "json"},
+        {"op": "remove", "path": "/data/merge"}
+    ]))?;
+    let after = cms.patch("api-checks", &pp, &Patch::Json::<()>(json)).await?;
+    println!("patch json: {:?}", after.data);
+
+    let strategic = serde_json::json!({"metadata": {"annotations": {"api-checks/strategic": "yes"}}, "data": {"step": "strategic"}});
+    let after = cms.patch("api-checks", &pp, &Patch::Strategic(&strategic)).await?;
+    println!("patch strategic: {:?} annotations={:?}", after.data, after.annotations());
+
+    let apply = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "api-checks"},
+        "data": {"step": "apply", "applied": "true"}
+    });
+    let after = cms
+        .patch("api-checks", &PatchParams::apply("api-checks").force(), &Patch::Apply(&apply))
+        .await?;
+    println!("patch apply: {:?}", after.data);
+    let managers: Vec<_> = after.managed_fields().iter().filter_map(|m| m.manager.clone()).collect();
+    println!("apply manager recorded: {}", managers.iter().any(|m| m == "api-checks"));
+
+    // replace with a stale resourceVersion is a conflict.
+    let mut stale = created.clone();
+    stale.data = Some([("step".to_string(), "stale".to_string())].into());
+    match cms.replace("api-checks", &PostParams::default(), &stale).await {
+        Err(kube::Error::Api(s)) if s.is_conflict() => println!("replace stale: conflict"),
+        other => anyhow::bail!("replace stale: expected 409, got {other:?}"),
+    }
+
+    let listed = cms.list(&ListParams::default().labels("api-checks=watched")).await?;
+    println!("list: {:?}", listed.items.iter().map(|c| c.name_any()).collect::<Vec<_>>());
+
+    cms.delete("api-checks", &DeleteParams::default()).await?;
+    println!("delete: ok");
+
+    let seen = tokio::time::timeout(Duration::from_secs(20), watcher).await???;
+    for line in seen {
+        println!("watch: {line}");
+    }
+    Ok(())
+}
+
+async fn watch_forever(client: Client, ns: &str) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(client, ns);
+    let wp = WatchParams::default().labels("api-checks=forever").timeout(280);
+    let mut events = cms.watch(&wp, "0").await?.boxed();
+    println!("watch-forever: watching");
+    while let Some(event) = events.try_next().await? {
+        println!("watch-forever: {event:?}");
+    }
+    // Keep going even after a server-side close: only the host can end this module.
+    std::future::pending::<()>().await;
+    Ok(())
+}

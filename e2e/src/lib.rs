@@ -1,0 +1,258 @@
+//! Harness for the end-to-end tests: the environment the test command prepares (a running
+//! control plane, built wasm modules, the host shim), fresh namespaces, a host-shim process
+//! whose output can be awaited line by line, and the apiserver's audit log.
+//!
+//! Every test needs these variables, which `scripts/test.sh` sets; a test run without them
+//! fails with a message naming the missing one:
+//! - `KUBECONFIG`: the test control plane's kubeconfig;
+//! - `KUBE_WASM_AUDIT_LOG`: its audit log;
+//! - `KUBE_WASM_HOST_SHIM`: the host-shim binary;
+//! - `KUBE_WASM_MODULES`: the folder holding the `.wasm` modules;
+//! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs.
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{ObjectMeta, PostParams};
+use kube::config::Kubeconfig;
+use kube::{Api, Client};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A path from an environment variable the test command sets.
+pub fn env_path(name: &str) -> PathBuf {
+    match std::env::var_os(name) {
+        Some(v) => PathBuf::from(v),
+        None => panic!("{name} is not set: run the end-to-end tests through scripts/test.sh"),
+    }
+}
+
+/// A client for the test control plane (from `KUBECONFIG`).
+pub async fn client() -> Client {
+    env_path("KUBECONFIG");
+    Client::try_default()
+        .await
+        .expect("a client for the test control plane")
+}
+
+/// Creates a namespace with a unique name starting with `prefix`. (Kubernetes 1.20 without a
+/// controller-manager never finishes deleting namespaces, so tests leave theirs behind in the
+/// throwaway cluster.)
+pub async fn fresh_namespace(client: &Client, prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let name = format!("{prefix}-{}-{nanos}", std::process::id());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace created");
+    name
+}
+
+/// Writes a copy of the test kubeconfig whose current context defaults to `namespace`, so a
+/// program started with it works in that namespace, and returns its path.
+pub fn kubeconfig_for(namespace: &str, dir: &Path) -> PathBuf {
+    let mut config = Kubeconfig::read_from(env_path("KUBECONFIG")).expect("test kubeconfig");
+    for named in &mut config.contexts {
+        if let Some(ctx) = named.context.as_mut() {
+            ctx.namespace = Some(namespace.to_string());
+        }
+    }
+    let path = dir.join(format!("kubeconfig-{namespace}"));
+    // JSON is YAML: kube's own serialisation is all a kubeconfig needs.
+    let text = serde_json::to_string(&config).expect("kubeconfig serialises");
+    std::fs::write(&path, text).expect("kubeconfig written");
+    path
+}
+
+/// The folder for test scratch files.
+pub fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join("kube-wasm-e2e");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Output lines of a child process, collected as they arrive.
+#[derive(Clone, Default)]
+pub struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    fn collect(&self, stream: impl std::io::Read + Send + 'static, echo: &'static str) {
+        let lines = self.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                eprintln!("{echo}{line}");
+                lines.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+    }
+
+    /// All lines so far.
+    pub fn snapshot(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Waits until a line contains `needle`, up to `timeout`.
+    pub fn wait_for(&self, needle: &str, timeout: Duration) -> anyhow::Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(line) = self.snapshot().into_iter().find(|l| l.contains(needle)) {
+                return Ok(line);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "no line containing {needle:?} within {timeout:?}; got:\n{}",
+                    self.snapshot().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A running `host-shim run` process.
+pub struct HostShim {
+    child: Child,
+    /// Its standard output: the modules' output, each line prefixed `[module] `.
+    pub stdout: Lines,
+    /// Its standard error: the host's logs.
+    pub stderr: Lines,
+}
+
+impl HostShim {
+    /// Starts `host-shim run --kubeconfig KUBECONFIG [extra…] MODULE.wasm`.
+    pub fn start(kubeconfig: &Path, extra: &[&str], module: &str) -> HostShim {
+        let wasm = env_path("KUBE_WASM_MODULES").join(format!("{module}.wasm"));
+        let mut child = Command::new(env_path("KUBE_WASM_HOST_SHIM"))
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(extra)
+            .arg(&wasm)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("host-shim starts");
+        let (stdout, stderr) = (Lines::default(), Lines::default());
+        if let Some(out) = child.stdout.take() {
+            stdout.collect(out, "host-shim stdout: ");
+        }
+        if let Some(err) = child.stderr.take() {
+            stderr.collect(err, "host-shim stderr: ");
+        }
+        HostShim {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Sends SIGTERM (the host's stop request) and waits up to `timeout` for the exit.
+    pub fn terminate(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .context("kill -TERM")?;
+        anyhow::ensure!(status.success(), "kill -TERM failed");
+        self.wait(timeout)
+    }
+
+    /// Waits up to `timeout` for the process to exit on its own.
+    pub fn wait(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                // Let the reader threads drain the pipes.
+                std::thread::sleep(Duration::from_millis(100));
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("host-shim did not exit within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The module output without the `[module] ` prefix.
+    pub fn module_output(&self, module: &str) -> Vec<String> {
+        let prefix = format!("[{module}] ");
+        self.stdout
+            .snapshot()
+            .into_iter()
+            .filter_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+            .collect()
+    }
+}
+
+impl Drop for HostShim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One request of the apiserver's audit log.
+#[derive(Debug, Clone)]
+pub struct AuditedRequest {
+    /// `auditID`.
+    pub id: String,
+    /// `verb`: get, list, watch, create, patch, …
+    pub verb: String,
+    /// The stages logged for it: RequestReceived, ResponseStarted, ResponseComplete, Panic.
+    pub stages: Vec<String>,
+}
+
+/// The requests on `resource` in `namespace` that the audit log records, in order.
+pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> {
+    let text = std::fs::read_to_string(env_path("KUBE_WASM_AUDIT_LOG")).unwrap_or_default();
+    let mut out: Vec<AuditedRequest> = Vec::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let obj = &v["objectRef"];
+        if obj["resource"] != resource || obj["namespace"] != namespace {
+            continue;
+        }
+        let id = v["auditID"].as_str().unwrap_or_default().to_string();
+        let stage = v["stage"].as_str().unwrap_or_default().to_string();
+        match out.iter_mut().find(|r| r.id == id) {
+            Some(r) => r.stages.push(stage),
+            None => out.push(AuditedRequest {
+                id,
+                verb: v["verb"].as_str().unwrap_or_default().to_string(),
+                stages: vec![stage],
+            }),
+        }
+    }
+    out
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, up to `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

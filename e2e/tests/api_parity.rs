@@ -1,0 +1,65 @@
+//! The same `Api<K>` program, natively (real kube 5.0 + tokio) and as a wasm module in the
+//! host shim, against the real apiserver: same observations, line for line.
+
+use kube_wasm_e2e::{HostShim, client, env_path, fresh_namespace, kubeconfig_for, scratch_dir};
+use std::process::Command;
+use std::time::Duration;
+
+#[tokio::test]
+async fn api_checks_in_the_host_shim_match_the_native_run() {
+    let client = client().await;
+
+    let native_ns = fresh_namespace(&client, "api-native").await;
+    let native = Command::new(env_path("KUBE_WASM_NATIVE_BIN").join("api-checks"))
+        .env("API_CHECKS_NAMESPACE", &native_ns)
+        .output()
+        .expect("native api-checks runs");
+    let native_out = String::from_utf8_lossy(&native.stdout).to_string();
+    assert!(
+        native.status.success(),
+        "native run failed: {native_out}\n{}",
+        String::from_utf8_lossy(&native.stderr)
+    );
+    let native_lines: Vec<String> = native_out.lines().map(str::to_string).collect();
+
+    let wasm_ns = fresh_namespace(&client, "api-wasm").await;
+    let kubeconfig = kubeconfig_for(&wasm_ns, &scratch_dir());
+    let mut host = HostShim::start(&kubeconfig, &[], "api-checks");
+    let status = host.wait(Duration::from_secs(120)).expect("module finishes");
+    let wasm_lines = host.module_output("api-checks");
+    assert!(status.success(), "host-shim exited with {status}: {wasm_lines:#?}");
+
+    assert_eq!(wasm_lines, native_lines, "wasm and native observations differ");
+
+    // And the observations themselves are the Kubernetes semantics we expect.
+    let expect_in_order = [
+        "get missing pod: not found",
+        "get_opt missing: None",
+        "create: api-checks data=Some({\"step\": \"created\"})",
+        "create again: already exists",
+        "patch merge: Some({\"merge\": \"yes\", \"step\": \"merge\"})",
+        "patch json: Some({\"step\": \"json\"})",
+        "patch strategic: Some({\"step\": \"strategic\"}) annotations={\"api-checks/strategic\": \"yes\"}",
+        "patch apply: Some({\"applied\": \"true\", \"step\": \"apply\"})",
+        "apply manager recorded: true",
+        "replace stale: conflict",
+        "list: [\"api-checks\"]",
+        "delete: ok",
+        "watch: ADDED api-checks",
+    ];
+    let mut rest = wasm_lines.iter();
+    for want in expect_in_order {
+        assert!(
+            rest.any(|l| l == want),
+            "missing (in order) {want:?} in {wasm_lines:#?}"
+        );
+    }
+    let watch: Vec<&String> = wasm_lines.iter().filter(|l| l.starts_with("watch: ")).collect();
+    assert_eq!(watch.first().map(|s| s.as_str()), Some("watch: ADDED api-checks"));
+    assert_eq!(watch.last().map(|s| s.as_str()), Some("watch: DELETED api-checks"));
+    assert!(
+        watch[1..watch.len() - 1].iter().all(|l| l.starts_with("watch: MODIFIED api-checks")),
+        "{watch:#?}"
+    );
+    assert_eq!(watch.len(), 2 + 4, "one MODIFIED per patch: {watch:#?}");
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every test of the project on a fresh machine or a warm one:
+#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host),
+#   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
+#   wasm modules in the host shim against a real kube-apiserver + etcd started here.
+# Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
+# cached under ~/.cache/kube-wasm after the first run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "toolchain: wasm32-wasip1 target"
+rustup target add wasm32-wasip1
+
+step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached)"
+scripts/control-plane.sh provision >/dev/null
+
+step "format"
+cargo fmt --all -- --check
+
+step "build and unit tests (native, fake host)"
+cargo test --workspace --exclude kube-wasm-e2e
+
+step "lint: host and native builds"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "build modules for wasm32-wasip1"
+cargo build --target wasm32-wasip1 -p configmap-mirror -p api-checks
+
+step "lint: wasm32-wasip1 guests"
+cargo clippy --target wasm32-wasip1 \
+  -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-wasm \
+  -p configmap-mirror -p api-checks -- -D warnings
+
+step "end to end: start a control plane"
+cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
+trap 'scripts/control-plane.sh stop "$cp_dir" || true' EXIT
+scripts/control-plane.sh start "$cp_dir" >/dev/null
+set -a
+# shellcheck disable=SC1091
+. "$cp_dir/env"
+set +a
+export KUBE_WASM_AUDIT_LOG="$AUDIT_LOG"
+export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
+export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
+export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"
+
+step "end to end: wasm modules in the host shim against the real apiserver"
+cargo test -p kube-wasm-e2e
