@@ -96,6 +96,13 @@ pub(crate) fn with_installed<R>(f: impl FnOnce(&FakeHost) -> R) -> R {
     f(&FakeHost { state })
 }
 
+/// Runs `f` against this thread's fake host if one is installed and the thread is not being
+/// torn down.
+pub(crate) fn try_with_installed<R>(f: impl FnOnce(&FakeHost) -> R) -> Option<R> {
+    let state = INSTALLED.try_with(|i| i.borrow().clone()).ok().flatten()?;
+    Some(f(&FakeHost { state }))
+}
+
 /// The fake host of the current thread.
 #[derive(Clone)]
 pub struct FakeHost {

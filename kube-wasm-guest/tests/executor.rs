@@ -241,3 +241,18 @@ fn http_envelope_reaches_the_host_intact() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+#[test]
+fn a_thread_ending_with_ops_in_flight_tears_down_quietly() {
+    let joined = std::thread::spawn(|| {
+        let host = FakeHost::install();
+        drop(host.spawn(async {
+            Op::delay(60_000).next().await;
+        }));
+        host.run_until_stalled();
+        assert_eq!(host.live().len(), 1);
+        // The thread ends here with the task and its op still alive.
+    })
+    .join();
+    assert!(joined.is_ok(), "thread teardown panicked");
+}
