@@ -25,11 +25,19 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
     let wasm_ns = fresh_namespace(&client, "api-wasm").await;
     let kubeconfig = kubeconfig_for(&wasm_ns, &scratch_dir());
     let mut host = HostShim::start(&kubeconfig, &[], "api-checks");
-    let status = host.wait(Duration::from_secs(120)).expect("module finishes");
+    let status = host
+        .wait(Duration::from_secs(120))
+        .expect("module finishes");
     let wasm_lines = host.module_output("api-checks");
-    assert!(status.success(), "host-shim exited with {status}: {wasm_lines:#?}");
+    assert!(
+        status.success(),
+        "host-shim exited with {status}: {wasm_lines:#?}"
+    );
 
-    assert_eq!(wasm_lines, native_lines, "wasm and native observations differ");
+    assert_eq!(
+        wasm_lines, native_lines,
+        "wasm and native observations differ"
+    );
 
     // And the observations themselves are the Kubernetes semantics we expect.
     let expect_in_order = [
@@ -54,11 +62,22 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
             "missing (in order) {want:?} in {wasm_lines:#?}"
         );
     }
-    let watch: Vec<&String> = wasm_lines.iter().filter(|l| l.starts_with("watch: ")).collect();
-    assert_eq!(watch.first().map(|s| s.as_str()), Some("watch: ADDED api-checks"));
-    assert_eq!(watch.last().map(|s| s.as_str()), Some("watch: DELETED api-checks"));
+    let watch: Vec<&String> = wasm_lines
+        .iter()
+        .filter(|l| l.starts_with("watch: "))
+        .collect();
+    assert_eq!(
+        watch.first().map(|s| s.as_str()),
+        Some("watch: ADDED api-checks")
+    );
+    assert_eq!(
+        watch.last().map(|s| s.as_str()),
+        Some("watch: DELETED api-checks")
+    );
     assert!(
-        watch[1..watch.len() - 1].iter().all(|l| l.starts_with("watch: MODIFIED api-checks")),
+        watch[1..watch.len() - 1]
+            .iter()
+            .all(|l| l.starts_with("watch: MODIFIED api-checks")),
         "{watch:#?}"
     );
     assert_eq!(watch.len(), 2 + 4, "one MODIFIED per patch: {watch:#?}");

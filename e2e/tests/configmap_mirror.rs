@@ -48,7 +48,9 @@ async fn mirrors_configmaps_into_secrets_and_stops_cleanly() {
         },
         ..ConfigMap::default()
     };
-    cms.create(&PostParams::default(), &unlabelled).await.expect("create");
+    cms.create(&PostParams::default(), &unlabelled)
+        .await
+        .expect("create");
 
     let kubeconfig = kubeconfig_for(&ns, &scratch_dir());
     let mut host = HostShim::start(&kubeconfig, &[], "configmap-mirror");
@@ -60,7 +62,10 @@ async fn mirrors_configmaps_into_secrets_and_stops_cleanly() {
         secrets.get_opt("before").await.ok().flatten()
     })
     .await;
-    assert_eq!(secret_data(&s), [("greeting".into(), "hello".into())].into());
+    assert_eq!(
+        secret_data(&s),
+        [("greeting".into(), "hello".into())].into()
+    );
 
     // Created while watching.
     cms.create(&PostParams::default(), &labelled("during", "hi"))
@@ -78,8 +83,11 @@ async fn mirrors_configmaps_into_secrets_and_stops_cleanly() {
         .expect("patch");
     eventually(WAIT, "Secret during updated", || async {
         let s = secrets.get_opt("during").await.ok().flatten()?;
-        let want: BTreeMap<String, String> =
-            [("greeting".into(), "bonjour".into()), ("extra".into(), "1".into())].into();
+        let want: BTreeMap<String, String> = [
+            ("greeting".into(), "bonjour".into()),
+            ("extra".into(), "1".into()),
+        ]
+        .into();
         (secret_data(&s) == want).then_some(())
     })
     .await;
@@ -89,7 +97,13 @@ async fn mirrors_configmaps_into_secrets_and_stops_cleanly() {
         .await
         .expect("delete");
     eventually(WAIT, "Secret before deleted", || async {
-        secrets.get_opt("before").await.ok().flatten().is_none().then_some(())
+        secrets
+            .get_opt("before")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
     })
     .await;
     assert!(

@@ -12,7 +12,12 @@ async fn a_module_that_ignores_stop_is_ended_and_its_watch_closed() {
     let kubeconfig = kubeconfig_for(&ns, &scratch_dir());
     let mut host = HostShim::start(
         &kubeconfig,
-        &["--stop-timeout", "1", "--env", "API_CHECKS_MODE=watch-forever"],
+        &[
+            "--stop-timeout",
+            "1",
+            "--env",
+            "API_CHECKS_MODE=watch-forever",
+        ],
         "api-checks",
     );
     host.stdout
@@ -34,8 +39,10 @@ async fn a_module_that_ignores_stop_is_ended_and_its_watch_closed() {
         !status.success(),
         "a module ended by the host is not a clean exit: {status}"
     );
-    eventually(Duration::from_secs(10), "the watch to be closed", || async {
-        (open_watches() == 0).then_some(())
-    })
+    eventually(
+        Duration::from_secs(10),
+        "the watch to be closed",
+        || async { (open_watches() == 0).then_some(()) },
+    )
     .await;
 }

@@ -142,7 +142,13 @@ mod tests {
         let bytes = encode_frame(&serde_json::json!({"kind": "no_such_kind"}), b"");
         assert!(decode_frame::<Completion>(&bytes).is_err());
         // Every prefix of a valid frame either decodes or errors; none panics.
-        let full = encode_frame(&Completion::Response { status: 200, headers: vec![] }, b"abc");
+        let full = encode_frame(
+            &Completion::Response {
+                status: 200,
+                headers: vec![],
+            },
+            b"abc",
+        );
         for cut in 0..full.len() {
             let _ = decode_frame::<Completion>(&full[..cut]);
         }

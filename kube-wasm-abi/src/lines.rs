@@ -102,14 +102,20 @@ mod tests {
 
     #[test]
     fn unterminated_tail_comes_out_at_finish() {
-        assert_eq!(frame_all(&[b"a\nb", b"c"]), vec![b"a".to_vec(), b"bc".to_vec()]);
+        assert_eq!(
+            frame_all(&[b"a\nb", b"c"]),
+            vec![b"a".to_vec(), b"bc".to_vec()]
+        );
         assert!(LineFramer::new(8).finish().is_none());
     }
 
     #[test]
     fn over_long_lines_are_refused() {
         let mut framer = LineFramer::new(4);
-        assert_eq!(framer.push(b"abcd\n").expect("fits"), vec![b"abcd".to_vec()]);
+        assert_eq!(
+            framer.push(b"abcd\n").expect("fits"),
+            vec![b"abcd".to_vec()]
+        );
         assert_eq!(framer.push(b"abc"), Ok(vec![]));
         assert_eq!(framer.push(b"de"), Err(LineTooLong { limit: 4 }));
         let mut framer = LineFramer::new(4);

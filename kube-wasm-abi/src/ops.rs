@@ -217,11 +217,20 @@ mod tests {
 
     #[test]
     fn finality_follows_the_spec() {
-        assert!(!Completion::Head { status: 200, headers: vec![] }.is_final());
+        assert!(
+            !Completion::Head {
+                status: 200,
+                headers: vec![]
+            }
+            .is_final()
+        );
         assert!(!Completion::Line {}.is_final());
         assert!(!Completion::WatchEvent {}.is_final());
         for c in [
-            Completion::Response { status: 200, headers: vec![] },
+            Completion::Response {
+                status: 200,
+                headers: vec![],
+            },
             Completion::End {},
             Completion::Elapsed {},
             Completion::Stop {},

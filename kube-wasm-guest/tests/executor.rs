@@ -32,7 +32,10 @@ fn tasks_wake_in_completion_order() {
     host.run_until_stalled();
     let ids = delay_ids(&host);
     assert_eq!(ids.len(), 3);
-    assert!(log.borrow().is_empty(), "nothing completes before the host answers");
+    assert!(
+        log.borrow().is_empty(),
+        "nothing completes before the host answers"
+    );
     host.complete(ids[2], &Completion::Elapsed {}, b"");
     host.complete(ids[0], &Completion::Elapsed {}, b"");
     host.complete(ids[1], &Completion::Elapsed {}, b"");
@@ -76,18 +79,28 @@ fn completions_queue_in_order_and_none_is_lost() {
     // Deliver several completions without the guest polling in between: the fake host runs
     // the executor after each, but the raw reactor path is what matters — each is queued.
     for i in 0..5 {
-        host.complete(id, &Completion::WatchEvent {}, format!("event-{i}").as_bytes());
+        host.complete(
+            id,
+            &Completion::WatchEvent {},
+            format!("event-{i}").as_bytes(),
+        );
     }
     host.complete(id, &Completion::End {}, b"");
     // Anything after the final completion is dropped.
     host.complete(id, &Completion::WatchEvent {}, b"late");
     let seen = task.output().expect("stream ended");
-    let bodies: Vec<_> = seen.iter().map(|(_, b)| String::from_utf8_lossy(b).into_owned()).collect();
+    let bodies: Vec<_> = seen
+        .iter()
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .collect();
     assert_eq!(
         bodies,
         vec!["event-0", "event-1", "event-2", "event-3", "event-4", ""]
     );
-    assert_eq!(seen.last().map(|(c, _)| c.clone()), Some(Completion::End {}));
+    assert_eq!(
+        seen.last().map(|(c, _)| c.clone()),
+        Some(Completion::End {})
+    );
 }
 
 #[test]
@@ -174,7 +187,10 @@ fn join_handle_yields_output_or_cancellation() {
         });
         slow.abort();
         let slow = slow.await;
-        (quick.await.ok(), slow.map_err(|e| (e.is_cancelled(), e.to_string())).err())
+        (
+            quick.await.ok(),
+            slow.map_err(|e| (e.is_cancelled(), e.to_string())).err(),
+        )
     });
     host.run_until_stalled();
     let (quick, slow) = outer.output().expect("outer finished");
@@ -203,7 +219,10 @@ fn malformed_completion_becomes_an_error_value() {
     let id = host.take_submitted()[0].id();
     host.complete_raw(id, vec![0xff, 0xff], true);
     match task.output() {
-        Some(Some(Completion::Error(OpError { code: ErrorCode::Internal, message }))) => {
+        Some(Some(Completion::Error(OpError {
+            code: ErrorCode::Internal,
+            message,
+        }))) => {
             assert!(message.contains("malformed"), "{message}")
         }
         other => panic!("expected an internal error, got {other:?}"),

@@ -84,7 +84,11 @@ fn timeout_passes_through_a_ready_value_and_cancels_its_timer() {
         .find(|s| matches!(s, Submitted::Delay { millis, .. } if *millis > 1000))
         .expect("timeout timer")
         .id();
-    let sleeper = submitted.iter().find(|s| s.id() != timer).expect("sleep").id();
+    let sleeper = submitted
+        .iter()
+        .find(|s| s.id() != timer)
+        .expect("sleep")
+        .id();
     host.complete(sleeper, &Completion::Elapsed {}, b"");
     let got = task.output().expect("finished").expect("in time");
     assert_eq!(got.ok(), Some(42));

@@ -42,7 +42,9 @@ async fn run(client: Client) -> anyhow::Result<()> {
     let config_maps: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let secrets: Api<Secret> = Api::default_namespaced(client);
     loop {
-        let list = config_maps.list(&ListParams::default().labels(SELECTOR)).await?;
+        let list = config_maps
+            .list(&ListParams::default().labels(SELECTOR))
+            .await?;
         for cm in &list.items {
             reconcile(&secrets, cm).await?;
         }
@@ -52,11 +54,16 @@ async fn run(client: Client) -> anyhow::Result<()> {
         let mut events = config_maps.watch(&wp, &version).await?.boxed();
         while let Some(event) = events.try_next().await? {
             match event {
-                WatchEvent::Added(cm) | WatchEvent::Modified(cm) => reconcile(&secrets, &cm).await?,
+                WatchEvent::Added(cm) | WatchEvent::Modified(cm) => {
+                    reconcile(&secrets, &cm).await?
+                }
                 WatchEvent::Deleted(cm) => remove(&secrets, &cm.name_any()).await?,
                 WatchEvent::Bookmark(_) => {}
                 WatchEvent::Error(status) if status.code == 410 => {
-                    println!("configmap-mirror: watch expired ({}), relisting", status.message);
+                    println!(
+                        "configmap-mirror: watch expired ({}), relisting",
+                        status.message
+                    );
                     break;
                 }
                 WatchEvent::Error(status) => return Err(kube::Error::Api(status).into()),
@@ -104,9 +111,15 @@ async fn reconcile(secrets: &Api<Secret>, cm: &ConfigMap) -> anyhow::Result<()> 
 
 /// Deletes mirrored Secrets whose ConfigMap is gone (deleted while we were not watching).
 async fn prune(secrets: &Api<Secret>, live: &[ConfigMap]) -> anyhow::Result<()> {
-    let mirrored = secrets.list(&ListParams::default().labels(MIRRORED_FROM)).await?;
+    let mirrored = secrets
+        .list(&ListParams::default().labels(MIRRORED_FROM))
+        .await?;
     for secret in mirrored {
-        let source = secret.labels().get(MIRRORED_FROM).cloned().unwrap_or_default();
+        let source = secret
+            .labels()
+            .get(MIRRORED_FROM)
+            .cloned()
+            .unwrap_or_default();
         if !live.iter().any(|cm| cm.name_any() == source) {
             remove(secrets, &secret.name_any()).await?;
         }

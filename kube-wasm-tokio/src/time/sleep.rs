@@ -7,7 +7,11 @@ use std::time::Duration;
 
 /// Waits until `duration` has elapsed, as `tokio::time::sleep`.
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(Instant::now().checked_add(duration).unwrap_or_else(Instant::far_future))
+    sleep_until(
+        Instant::now()
+            .checked_add(duration)
+            .unwrap_or_else(Instant::far_future),
+    )
 }
 
 /// Waits until `deadline`, as `tokio::time::sleep_until`.

@@ -8,11 +8,11 @@
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::Client;
 use kube::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt,
     WatchEvent, WatchParams,
 };
-use kube::Client;
 use std::time::Duration;
 
 #[tokio::main]
@@ -40,12 +40,19 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
         Err(kube::Error::Api(s)) if s.is_not_found() => println!("get missing pod: not found"),
         other => anyhow::bail!("get missing pod: expected not found, got {other:?}"),
     }
-    println!("get_opt missing: {:?}", cms.get_opt("does-not-exist").await?.map(|c| c.name_any()));
+    println!(
+        "get_opt missing: {:?}",
+        cms.get_opt("does-not-exist").await?.map(|c| c.name_any())
+    );
 
     // A watch started before the changes sees them in order.
-    let list = cms.list(&ListParams::default().labels("api-checks=watched")).await?;
+    let list = cms
+        .list(&ListParams::default().labels("api-checks=watched"))
+        .await?;
     let version = list.metadata.resource_version.clone().unwrap_or_default();
-    let wp = WatchParams::default().labels("api-checks=watched").timeout(30);
+    let wp = WatchParams::default()
+        .labels("api-checks=watched")
+        .timeout(30);
     let mut events = cms.watch(&wp, &version).await?.boxed();
     let watcher = tokio::spawn(async move {
         let mut seen = Vec::new();
@@ -81,7 +88,9 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
     let created = cms.create(&PostParams::default(), &cm).await?;
     println!("create: {} data={:?}", created.name_any(), created.data);
     match cms.create(&PostParams::default(), &cm).await {
-        Err(kube::Error::Api(s)) if s.is_already_exists() => println!("create again: already exists"),
+        Err(kube::Error::Api(s)) if s.is_already_exists() => {
+            println!("create again: already exists")
+        }
         other => anyhow::bail!("create again: expected 409, got {other:?}"),
     }
 
@@ -94,12 +103,20 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
         {"op": "replace", "path": "/data/step", "value": "json"},
         {"op": "remove", "path": "/data/merge"}
     ]))?;
-    let after = cms.patch("api-checks", &pp, &Patch::Json::<()>(json)).await?;
+    let after = cms
+        .patch("api-checks", &pp, &Patch::Json::<()>(json))
+        .await?;
     println!("patch json: {:?}", after.data);
 
     let strategic = serde_json::json!({"metadata": {"annotations": {"api-checks/strategic": "yes"}}, "data": {"step": "strategic"}});
-    let after = cms.patch("api-checks", &pp, &Patch::Strategic(&strategic)).await?;
-    println!("patch strategic: {:?} annotations={:?}", after.data, after.annotations());
+    let after = cms
+        .patch("api-checks", &pp, &Patch::Strategic(&strategic))
+        .await?;
+    println!(
+        "patch strategic: {:?} annotations={:?}",
+        after.data,
+        after.annotations()
+    );
 
     let apply = serde_json::json!({
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -107,22 +124,45 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
         "data": {"step": "apply", "applied": "true"}
     });
     let after = cms
-        .patch("api-checks", &PatchParams::apply("api-checks").force(), &Patch::Apply(&apply))
+        .patch(
+            "api-checks",
+            &PatchParams::apply("api-checks").force(),
+            &Patch::Apply(&apply),
+        )
         .await?;
     println!("patch apply: {:?}", after.data);
-    let managers: Vec<_> = after.managed_fields().iter().filter_map(|m| m.manager.clone()).collect();
-    println!("apply manager recorded: {}", managers.iter().any(|m| m == "api-checks"));
+    let managers: Vec<_> = after
+        .managed_fields()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    println!(
+        "apply manager recorded: {}",
+        managers.iter().any(|m| m == "api-checks")
+    );
 
     // replace with a stale resourceVersion is a conflict.
     let mut stale = created.clone();
     stale.data = Some([("step".to_string(), "stale".to_string())].into());
-    match cms.replace("api-checks", &PostParams::default(), &stale).await {
+    match cms
+        .replace("api-checks", &PostParams::default(), &stale)
+        .await
+    {
         Err(kube::Error::Api(s)) if s.is_conflict() => println!("replace stale: conflict"),
         other => anyhow::bail!("replace stale: expected 409, got {other:?}"),
     }
 
-    let listed = cms.list(&ListParams::default().labels("api-checks=watched")).await?;
-    println!("list: {:?}", listed.items.iter().map(|c| c.name_any()).collect::<Vec<_>>());
+    let listed = cms
+        .list(&ListParams::default().labels("api-checks=watched"))
+        .await?;
+    println!(
+        "list: {:?}",
+        listed
+            .items
+            .iter()
+            .map(|c| c.name_any())
+            .collect::<Vec<_>>()
+    );
 
     cms.delete("api-checks", &DeleteParams::default()).await?;
     println!("delete: ok");
@@ -136,7 +176,9 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
 
 async fn watch_forever(client: Client, ns: &str) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(client, ns);
-    let wp = WatchParams::default().labels("api-checks=forever").timeout(280);
+    let wp = WatchParams::default()
+        .labels("api-checks=forever")
+        .timeout(280);
     let mut events = cms.watch(&wp, "0").await?.boxed();
     println!("watch-forever: watching");
     while let Some(event) = events.try_next().await? {
