@@ -43,6 +43,7 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
     let expect_in_order = [
         "get missing pod: not found",
         "get_opt missing: None",
+        "watch missing resource: 404 Failed to parse error data",
         "create: api-checks data=Some({\"step\": \"created\"})",
         "create again: already exists",
         "patch merge: Some({\"merge\": \"yes\", \"step\": \"merge\"})",

@@ -18,6 +18,11 @@ fn http_guest(request: &HttpRequest, body: &[u8], finals: u32) -> Vec<u8> {
     .wasm()
 }
 
+/// What the guest records for the `head` that establishes a watch (the fake transport answers
+/// `content-type: application/json`).
+const WATCH_HEAD: &str =
+    r#"1:{"kind":"head","status":200,"headers":[["content-type","application/json"]]}"#;
+
 fn watch_request(path: &str) -> WatchRequest {
     WatchRequest {
         path: path.into(),
@@ -179,7 +184,9 @@ async fn watch_events_arrive_whole_in_order_then_end() {
 
     assert_eq!(run.outcome("watcher"), &ModuleOutcome::Exited(0));
     let lines = run.lines_of("watcher");
-    assert_eq!(lines.len(), EVENTS + 2);
+    assert_eq!(lines.len(), 1 + EVENTS + 2);
+    assert_eq!(lines[0], WATCH_HEAD, "the watch is established first");
+    let lines = &lines[1..];
     for (n, line) in lines.iter().take(EVENTS).enumerate() {
         assert_eq!(
             line,
@@ -237,11 +244,8 @@ async fn cancel_discards_completions_already_queued() {
     assert_eq!(run.outcome("canceller"), &ModuleOutcome::Exited(0));
     assert_eq!(
         run.lines_of("canceller"),
-        [
-            r#"1:{"kind":"watch_event"}{"type":"ADDED"}"#,
-            "1",
-            r#"2:{"kind":"elapsed"}"#
-        ]
+        [WATCH_HEAD, "1", r#"2:{"kind":"elapsed"}"#],
+        "the ADDED, MODIFIED and end queued behind the head were discarded"
     );
 }
 
@@ -279,7 +283,9 @@ async fn watch_refusals_and_broken_streams() {
         ]
     );
     let broken = run.lines_of("broken");
-    assert_eq!(broken.len(), 2, "{broken:?}");
+    assert_eq!(broken.len(), 3, "{broken:?}");
+    assert_eq!(broken[0], WATCH_HEAD);
+    let broken = &broken[1..];
     assert_eq!(broken[0], r#"1:{"kind":"watch_event"}{"type":"ADDED"}"#);
     assert!(
         broken[1].starts_with(r#"1:{"kind":"error","code":"stream","message":"#),
@@ -303,9 +309,13 @@ async fn too_long_watch_events_are_too_large_errors() {
     )
     .await;
     let lines = run.lines_of("big");
-    assert_eq!(lines.len(), 1);
+    assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
-        lines[0].starts_with(r#"1:{"kind":"error","code":"too_large""#),
+        lines[0].starts_with(r#"1:{"kind":"head","status":200"#),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with(r#"1:{"kind":"error","code":"too_large""#),
         "{lines:?}"
     );
 }

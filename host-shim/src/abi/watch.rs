@@ -2,9 +2,9 @@
 //!
 //! The request is built by `kube_core::Request::watch` / `watch_metadata`, so the API server
 //! sees what a native kube client sends. A non-2xx answer is one final `response` with its body;
-//! a 2xx stream yields one `watch_event` per non-blank line (events of type `ERROR` included,
-//! unchanged), then `end` when the server closes the watch, or `error` with `stream` if it
-//! breaks off. The guest decides about resuming: one op is one upstream request.
+//! a 2xx answer is a `head` (the watch is established), then one `watch_event` per non-blank
+//! line (events of type `ERROR` included, unchanged), then `end` when the server closes the
+//! watch, or `error` with `stream` if it breaks off. The guest decides about resuming: one op is one upstream request.
 //!
 //! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
 //! the upstream watch.
@@ -77,6 +77,15 @@ pub async fn run(
         .await;
     }
     tracing::debug!(op = sink.op(), path = %request.path, "watch started");
+    let headers = upstream::header_pairs(response.headers());
+    sink.send(
+        &Completion::Head {
+            status: status.as_u16(),
+            headers,
+        },
+        b"",
+    )
+    .await?;
     stream_lines(
         response.into_body(),
         ctx.limits,

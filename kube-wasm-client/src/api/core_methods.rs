@@ -264,9 +264,9 @@ where
             self.request.watch(wp, version)
         }
         .map_err(Error::BuildRequest)?;
-        Ok(self
-            .client
-            .watch_events::<K>(&self.request.url_path, wp, version, self.metadata_api))
+        self.client
+            .watch_events::<K>(&self.request.url_path, wp, version, self.metadata_api)
+            .await
     }
 
     /// Watches only the metadata of the collection, as [`Api::watch`] (the host asks for
@@ -282,11 +282,8 @@ where
         self.request
             .watch_metadata(wp, version)
             .map_err(Error::BuildRequest)?;
-        Ok(self.client.watch_events::<PartialObjectMeta<K>>(
-            &self.request.url_path,
-            wp,
-            version,
-            true,
-        ))
+        self.client
+            .watch_events::<PartialObjectMeta<K>>(&self.request.url_path, wp, version, true)
+            .await
     }
 }

@@ -33,9 +33,10 @@ pub(crate) enum EventSource {
 ///   else is `Err(Error::SerdeError)` — the stream goes on after both;
 /// - `end` ends the stream;
 /// - an `error` completion yields one `Err` (`stream` → [`Error::ReadEvents`], others per
-///   `host_error`) and ends the stream;
-/// - a `response` (the host refused a watch before streaming, e.g. 403 or 404) yields
-///   that response as `Err(Error::Api)` and ends the stream.
+///   `host_error`) and ends the stream.
+///
+/// A refusal before streaming (403, 404, …) never reaches the stream: [`await_head`] turns it
+/// into the `Err` of the call that started the watch, as in kube.
 ///
 /// Dropping the stream before it ended cancels the op: the host closes the upstream watch.
 /// The stream is `Send`, `Sync` and `Unpin` whatever `T` is.
@@ -79,16 +80,6 @@ impl<T: DeserializeOwned> Stream for EventStream<T> {
                 },
                 (Completion::End {}, _) => None,
                 (Completion::Error(error), _) => Some(from_op_error(error.clone(), Phase::Stream)),
-                (Completion::Response { status, .. }, _) => Some(
-                    status_code(*status)
-                        .and_then(|status| check_status(status, delivery.body()))
-                        .err()
-                        .unwrap_or_else(|| {
-                            protocol_violation(format_args!(
-                                "a {status} response in place of an event stream"
-                            ))
-                        }),
-                ),
                 (other, source) => Some(protocol_violation(format_args!(
                     "{other:?} in a {source:?} event stream"
                 ))),
@@ -98,6 +89,37 @@ impl<T: DeserializeOwned> Stream for EventStream<T> {
             this.op = None;
             return Poll::Ready(item.map(Err));
         }
+    }
+}
+
+/// Waits for the start of an event stream — the `head` of a `lines`-mode response or of an
+/// established watch — and returns the op, whose events follow. `what` names the request in
+/// protocol-violation messages.
+///
+/// # Errors
+/// [`Error::Api`] if the server refused the request (a final `response`), the host's failure
+/// (an `error` completion) mapped as for any request, or a protocol violation.
+pub(crate) async fn await_head(mut op: Op, what: &str) -> Result<Op> {
+    let Some(delivery) = op.next_delivery().await else {
+        return Err(protocol_violation(format_args!(
+            "the {what} ended without a response"
+        )));
+    };
+    match delivery.completion {
+        Completion::Head { status, .. } => {
+            check_status(status_code(status)?, b"")?;
+            Ok(op)
+        }
+        Completion::Response { status, .. } => {
+            check_status(status_code(status)?, delivery.body())?;
+            Err(protocol_violation(format_args!(
+                "a whole {status} response to a {what}"
+            )))
+        }
+        Completion::Error(error) => Err(from_op_error(error, Phase::Request)),
+        other => Err(protocol_violation(format_args!(
+            "{other:?} before the head of a {what}"
+        ))),
     }
 }
 

@@ -1,14 +1,11 @@
 //! [`Client::request_events`]: an arbitrary streaming request read as watch events.
 
 use super::Client;
-use super::api_errors::check_status;
-use super::events::{EventSource, EventStream};
-use super::host_error::{Phase, from_op_error, protocol_violation};
-use super::send::status_code;
+use super::events::{EventSource, EventStream, await_head};
 use crate::Result;
 use futures::TryStream;
 use kube_core::WatchEvent;
-use kube_wasm_abi::{Completion, ResponseMode};
+use kube_wasm_abi::ResponseMode;
 use serde::de::DeserializeOwned;
 
 impl Client {
@@ -40,25 +37,8 @@ impl Client {
             .headers_mut()
             .entry(http::header::ACCEPT_ENCODING)
             .or_insert(http::HeaderValue::from_static("identity"));
-        let mut op = self.submit(request, ResponseMode::Lines)?;
-        let Some(delivery) = op.next_delivery().await else {
-            return Err(protocol_violation("the request ended without a response"));
-        };
-        match delivery.completion {
-            Completion::Head { status, .. } => {
-                check_status(status_code(status)?, b"")?;
-                Ok(EventStream::<T>::new(op, EventSource::Lines))
-            }
-            Completion::Response { status, .. } => {
-                check_status(status_code(status)?, delivery.body())?;
-                Err(protocol_violation(format_args!(
-                    "a whole {status} response to a lines-mode request"
-                )))
-            }
-            Completion::Error(error) => Err(from_op_error(error, Phase::Request)),
-            other => Err(protocol_violation(format_args!(
-                "{other:?} before the head of a lines-mode response"
-            ))),
-        }
+        let op = self.submit(request, ResponseMode::Lines)?;
+        let op = await_head(op, "lines-mode request").await?;
+        Ok(EventStream::<T>::new(op, EventSource::Lines))
     }
 }

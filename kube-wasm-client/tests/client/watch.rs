@@ -55,8 +55,17 @@ fn gone() -> Vec<u8> {
     .into_bytes()
 }
 
-/// Starts `api.watch(wp, version)` in a task that logs every item as it arrives; returns
-/// the log, the task and the op the watch submitted.
+/// The host's answer establishing a watch: its `head`.
+fn established() -> Completion {
+    Completion::Head {
+        status: 200,
+        headers: vec![],
+    }
+}
+
+/// Starts `api.watch(wp, version)` in a task that logs every item as it arrives, and
+/// establishes the watch as the host does; returns the log, the task and the op the watch
+/// submitted.
 #[allow(clippy::type_complexity)]
 fn start_watch(
     host: &FakeHost,
@@ -85,6 +94,7 @@ fn start_watch(
     let Submitted::Watch { id, request } = submitted.remove(0) else {
         panic!("Api::watch must submit a watch op");
     };
+    host.complete(id, &established(), b"");
     (log, task, id, request)
 }
 
@@ -126,14 +136,17 @@ fn streaming_list_params_and_metadata_watches() {
         (full, meta)
     });
     host.run_until_stalled();
-    let requests: Vec<_> = host
-        .take_submitted()
-        .into_iter()
-        .map(|s| match s {
-            Submitted::Watch { request, .. } => request,
+    let mut requests = Vec::new();
+    // Each watch resolves once the host establishes it; the second starts after the first.
+    for _ in 0..2 {
+        match &host.take_submitted()[..] {
+            [Submitted::Watch { id, request }] => {
+                requests.push(request.clone());
+                host.complete(*id, &established(), b"");
+            }
             other => panic!("unexpected {other:?}"),
-        })
-        .collect();
+        }
+    }
     assert!(matches!(task.output(), Some((Ok(()), Ok(())))));
     assert_eq!(requests.len(), 2);
     assert!(requests[0].send_initial_events && requests[0].bookmarks);
@@ -235,21 +248,41 @@ fn other_host_errors_in_a_watch() {
     }
 }
 
-#[test]
-fn a_refused_watch_yields_the_api_error_and_ends() {
+/// Starts `api.watch(..)` and answers the watch op with `answer` before it is established.
+fn watch_start_result(answer: Completion, body: &[u8]) -> Option<Result<()>> {
     let (host, client) = setup();
     let api: Api<ConfigMap> = Api::default_namespaced(client);
-    let (log, mut task, id, _) = start_watch(&host, api, WatchParams::default(), "1");
-    host.complete(
-        id,
-        &Completion::Response {
+    let mut task =
+        host.spawn(async move { api.watch(&WatchParams::default(), "1").await.map(|_| ()) });
+    host.run_until_stalled();
+    let id = host.take_submitted()[0].id();
+    assert_eq!(task.output().map(|r| r.is_ok()), None, "waits for the host");
+    host.complete(id, &answer, body);
+    task.output()
+}
+
+#[test]
+fn a_refused_watch_fails_at_start_with_the_api_error() {
+    let result = watch_start_result(
+        Completion::Response {
             status: 403,
             headers: vec![],
         },
         status_body(403, "Forbidden", "watch not allowed").as_bytes(),
     );
-    assert_eq!(*log.borrow(), ["Err Api 403 Forbidden"]);
-    assert!(task.output().is_some());
+    assert!(
+        matches!(&result, Some(Err(Error::Api(s))) if s.code == 403 && s.is_forbidden()),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn an_unreachable_server_fails_the_watch_at_start() {
+    let result = watch_start_result(
+        Completion::Error(OpError::new(ErrorCode::Connect, "connection refused")),
+        b"",
+    );
+    assert!(matches!(result, Some(Err(Error::Service(_)))), "{result:?}");
 }
 
 #[test]
@@ -293,6 +326,7 @@ fn dropping_the_stream_cancels_the_watch() {
     });
     host.run_until_stalled();
     let id = host.take_submitted()[0].id();
+    host.complete(id, &established(), b"");
     host.complete(id, &Completion::WatchEvent {}, &event("ADDED", "a", "2"));
     assert_eq!(
         task.output().map(|r| r.ok().flatten()),

@@ -10,8 +10,8 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
 use kube::api::{
-    Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt,
-    WatchEvent, WatchParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
+    PostParams, ResourceExt, WatchEvent, WatchParams,
 };
 use std::time::Duration;
 
@@ -44,6 +44,21 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
         "get_opt missing: {:?}",
         cms.get_opt("does-not-exist").await?.map(|c| c.name_any())
     );
+
+    // A watch the server refuses fails when it starts, not in its stream.
+    let nothing = ApiResource {
+        group: "kube-wasm.invalid".into(),
+        version: "v1".into(),
+        api_version: "kube-wasm.invalid/v1".into(),
+        kind: "Nothing".into(),
+        plural: "nothings".into(),
+    };
+    let missing: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &nothing);
+    match missing.watch(&WatchParams::default(), "0").await {
+        Err(kube::Error::Api(s)) => println!("watch missing resource: {} {}", s.code, s.reason),
+        Err(other) => anyhow::bail!("watch missing resource: expected an API error, got {other:?}"),
+        Ok(_) => anyhow::bail!("watch missing resource: expected an error, got a stream"),
+    }
 
     // A watch started before the changes sees them in order.
     let list = cms
