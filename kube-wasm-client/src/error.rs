@@ -77,7 +77,8 @@ pub enum Error {
     #[error("Failed to infer configuration: {0}")]
     InferConfig(#[source] InferConfigError),
 
-    /// Discovery errors (kept for parity; discovery is not implemented in the guest yet).
+    /// Discovery found something it cannot use (see [`DiscoveryError`]), from
+    /// [`discovery`](crate::discovery), as in kube.
     #[error("Error from discovery: {0}")]
     Discovery(#[source] DiscoveryError),
 

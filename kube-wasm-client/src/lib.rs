@@ -21,12 +21,17 @@
 //! Natively (not wasm32) the crate builds against `kube_wasm_guest::fake::FakeHost`, which
 //! tests use to script the host.
 //!
-//! Not provided (yet): discovery, `Client::send`/`request_stream`/`log_stream`,
-//! WebSocket subresources (exec, attach, port-forward), `ClientBuilder` and tower layers.
+//! [`discovery`] (with [`Discovery`]) is kube's, its requests going through the host too;
+//! [`Client::request_stream`] and `Api::log_stream` stream a body line by line (`lines`
+//! mode).
+//!
+//! Not provided (yet): `Client::send`, WebSocket subresources (exec, attach,
+//! port-forward), `ClientBuilder` and tower layers.
 
 pub mod api;
 pub mod client;
 pub mod config;
+pub mod discovery;
 pub mod error;
 
 #[doc(inline)]
@@ -35,6 +40,8 @@ pub use api::Api;
 pub use client::Client;
 #[doc(inline)]
 pub use config::Config;
+#[doc(inline)]
+pub use discovery::Discovery;
 #[doc(inline)]
 pub use error::Error;
 

@@ -4,9 +4,12 @@
 mod client {
     pub mod support;
 
+    mod discovery;
+    mod dynamic;
     mod entry;
     mod errors;
     mod requests;
     mod send;
+    mod streams;
     mod watch;
 }

@@ -10,9 +10,11 @@ use std::fmt;
 use std::sync::Arc;
 
 mod api_errors;
+mod body_reader;
 mod events;
 mod host_error;
 mod request_events;
+mod request_stream;
 mod requests;
 mod send;
 mod server_info;

@@ -5,6 +5,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_wasm_client::api::{
     Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, WatchParams,
 };
+use kube_wasm_client::discovery::{self, Discovery};
 use kube_wasm_client::{Client, Config};
 use std::future::Future;
 
@@ -59,6 +60,37 @@ fn public_futures_and_streams_are_send(client: Client, api: Api<ConfigMap>, pods
         let events = owned.request_events::<ConfigMap>(request).await?;
         assert_send(&events);
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    });
+    let owned = client.clone();
+    assert_spawnable(async move {
+        use futures::{AsyncBufReadExt, TryStreamExt};
+        let request = http::Request::get("/x").body(Vec::new())?;
+        let reader = owned.request_stream(request).await?;
+        assert_send(&reader);
+        assert_sync(&reader);
+        let lines: Vec<String> = reader.lines().try_collect().await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(lines)
+    });
+    let owned = pods.clone();
+    assert_spawnable(async move {
+        use futures::{AsyncBufReadExt, TryStreamExt};
+        let mut lines = owned.log_stream("p", &LogParams::default()).await?.lines();
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(lines.try_next().await?)
+    });
+    let owned = client.clone();
+    assert_spawnable(async move {
+        let discovery = Discovery::new(owned.clone()).run().await?;
+        let discovery = Discovery::new(owned.clone())
+            .filter(&["apps"])
+            .run_aggregated()
+            .await
+            .map(|d| d.groups().count() + discovery.groups().count())?;
+        let gvk = kube_wasm_client::core::GroupVersionKind::gvk("apps", "v1", "Deployment");
+        let (ar, _) = discovery::pinned_kind(&owned, &gvk).await?;
+        let gv = "apps/v1".parse()?;
+        let group = discovery::pinned_group(&owned, &gv).await?;
+        let _ = discovery::group(&owned, "apps").await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((discovery, ar, group.name().len()))
     });
 }
 
