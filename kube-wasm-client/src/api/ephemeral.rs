@@ -1,7 +1,7 @@
 //! The `ephemeralcontainers` subresource of pods.
 
 use super::Api;
-use crate::{Error, Result};
+use crate::Result;
 use kube_core::params::{Patch, PatchParams, PostParams};
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -17,7 +17,7 @@ where
     /// Replaces the ephemeral containers of a pod with those in `data`.
     ///
     /// # Errors
-    /// [`Error::SerdeError`] if `data` does not serialise; [`Error::Api`]; the client's errors.
+    /// [`Error::SerdeError`](crate::Error::SerdeError) if `data` does not serialise; [`Error::Api`](crate::Error::Api); the client's errors.
     pub async fn replace_ephemeral_containers(
         &self,
         name: &str,
@@ -27,40 +27,29 @@ where
     where
         K: Serialize,
     {
-        let bytes = serde_json::to_vec(data).map_err(Error::SerdeError)?;
-        let request = self
-            .request
-            .replace_subresource("ephemeralcontainers", name, pp, bytes)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.replace_sub::<K>("ephemeralcontainers", name, pp, data)
+            .await
     }
 
     /// Patches the ephemeral containers of a pod.
     ///
     /// # Errors
-    /// [`Error::BuildRequest`] for invalid params; [`Error::Api`]; the client's errors.
+    /// [`Error::BuildRequest`](crate::Error::BuildRequest) for invalid params; [`Error::Api`](crate::Error::Api); the client's errors.
     pub async fn patch_ephemeral_containers<P: Serialize>(
         &self,
         name: &str,
         pp: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K> {
-        let request = self
-            .request
-            .patch_subresource("ephemeralcontainers", name, pp, patch)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.patch_sub::<K, _>("ephemeralcontainers", name, pp, patch)
+            .await
     }
 
     /// Gets a pod through its `ephemeralcontainers` subresource.
     ///
     /// # Errors
-    /// [`Error::Api`]; the client's errors.
+    /// [`Error::Api`](crate::Error::Api); the client's errors.
     pub async fn get_ephemeral_containers(&self, name: &str) -> Result<K> {
-        let request = self
-            .request
-            .get_subresource("ephemeralcontainers", name)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.get_sub::<K>("ephemeralcontainers", name).await
     }
 }

@@ -10,6 +10,47 @@ use std::fmt::Debug;
 
 pub use k8s_openapi::api::autoscaling::v1::{ScaleSpec, ScaleStatus};
 
+/// The one way every subresource method sends its request: build it with kube-core's
+/// builder, send it, decode the answer as `T`.
+impl<K> Api<K> {
+    pub(crate) async fn get_sub<T: DeserializeOwned>(&self, sub: &str, name: &str) -> Result<T> {
+        let request = self
+            .request
+            .get_subresource(sub, name)
+            .map_err(Error::BuildRequest)?;
+        self.client.request::<T>(request).await
+    }
+
+    pub(crate) async fn patch_sub<T: DeserializeOwned, P: Serialize>(
+        &self,
+        sub: &str,
+        name: &str,
+        pp: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<T> {
+        let request = self
+            .request
+            .patch_subresource(sub, name, pp, patch)
+            .map_err(Error::BuildRequest)?;
+        self.client.request::<T>(request).await
+    }
+
+    pub(crate) async fn replace_sub<T: DeserializeOwned>(
+        &self,
+        sub: &str,
+        name: &str,
+        pp: &PostParams,
+        data: &impl Serialize,
+    ) -> Result<T> {
+        let bytes = serde_json::to_vec(data).map_err(Error::SerdeError)?;
+        let request = self
+            .request
+            .replace_subresource(sub, name, pp, bytes)
+            .map_err(Error::BuildRequest)?;
+        self.client.request::<T>(request).await
+    }
+}
+
 impl<K> Api<K>
 where
     K: Clone + DeserializeOwned,
@@ -20,11 +61,7 @@ where
     /// [`Error::Api`] (e.g. not found, or the kind has no scale subresource); the client's
     /// errors.
     pub async fn get_scale(&self, name: &str) -> Result<Scale> {
-        let request = self
-            .request
-            .get_subresource("scale", name)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<Scale>(request).await
+        self.get_sub::<Scale>("scale", name).await
     }
 
     /// Patches the `scale` subresource of a named resource.
@@ -37,11 +74,7 @@ where
         pp: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<Scale> {
-        let request = self
-            .request
-            .patch_subresource("scale", name, pp, patch)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<Scale>(request).await
+        self.patch_sub::<Scale, _>("scale", name, pp, patch).await
     }
 
     /// Replaces the `scale` subresource of a named resource.
@@ -49,12 +82,7 @@ where
     /// # Errors
     /// As [`Api::get_scale`], plus [`Error::SerdeError`] if `data` does not serialise.
     pub async fn replace_scale(&self, name: &str, pp: &PostParams, data: &Scale) -> Result<Scale> {
-        let bytes = serde_json::to_vec(data).map_err(Error::SerdeError)?;
-        let request = self
-            .request
-            .replace_subresource("scale", name, pp, bytes)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<Scale>(request).await
+        self.replace_sub::<Scale>("scale", name, pp, data).await
     }
 }
 
@@ -67,11 +95,7 @@ where
     /// # Errors
     /// [`Error::Api`]; [`Error::SerdeError`] if the answer is not a `K`; the client's errors.
     pub async fn get_subresource(&self, subresource_name: &str, name: &str) -> Result<K> {
-        let request = self
-            .request
-            .get_subresource(subresource_name, name)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.get_sub::<K>(subresource_name, name).await
     }
 
     /// Creates (`POST`s) `data` to the subresource `subresource_name` of a named resource
@@ -109,11 +133,8 @@ where
         pp: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K> {
-        let request = self
-            .request
-            .patch_subresource(subresource_name, name, pp, patch)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.patch_sub::<K, _>(subresource_name, name, pp, patch)
+            .await
     }
 
     /// Replaces (`PUT`s) the subresource `subresource_name` of a named resource.
@@ -130,12 +151,8 @@ where
     where
         I: Serialize,
     {
-        let bytes = serde_json::to_vec(data).map_err(Error::SerdeError)?;
-        let request = self
-            .request
-            .replace_subresource(subresource_name, name, pp, bytes)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.replace_sub::<K>(subresource_name, name, pp, data)
+            .await
     }
 }
 
@@ -148,11 +165,7 @@ where
     /// # Errors
     /// [`Error::Api`]; the client's errors.
     pub async fn get_status(&self, name: &str) -> Result<K> {
-        let request = self
-            .request
-            .get_subresource("status", name)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.get_sub::<K>("status", name).await
     }
 
     /// Patches the `status` subresource of a named resource (e.g. a
@@ -166,11 +179,7 @@ where
         pp: &PatchParams,
         patch: &Patch<P>,
     ) -> Result<K> {
-        let request = self
-            .request
-            .patch_subresource("status", name, pp, patch)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.patch_sub::<K, _>("status", name, pp, patch).await
     }
 
     /// Replaces the `status` subresource of a named resource with `data`'s status.
@@ -181,11 +190,6 @@ where
     where
         K: Serialize,
     {
-        let bytes = serde_json::to_vec(data).map_err(Error::SerdeError)?;
-        let request = self
-            .request
-            .replace_subresource("status", name, pp, bytes)
-            .map_err(Error::BuildRequest)?;
-        self.client.request::<K>(request).await
+        self.replace_sub::<K>("status", name, pp, data).await
     }
 }
