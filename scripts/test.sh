@@ -25,12 +25,13 @@ cargo test --workspace --exclude kube-wasm-e2e
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "build modules for wasm32-wasip1"
+step "build the host shim, and the e2e programs natively and for wasm32-wasip1"
+cargo build -p host-shim -p api-checks
 cargo build --target wasm32-wasip1 -p configmap-mirror -p api-checks
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
-  -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-wasm \
+  -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
   -p configmap-mirror -p api-checks -- -D warnings
 
 step "end to end: start a control plane"

@@ -43,6 +43,7 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
     let expect_in_order = [
         "get missing pod: not found",
         "get_opt missing: None",
+        "discovery pods: pods Namespaced list=true",
         "watch missing resource: 404 Failed to parse error data",
         "create: api-checks data=Some({\"step\": \"created\"})",
         "create again: already exists",
@@ -55,12 +56,29 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
         "list: [\"api-checks\"]",
         "delete: ok",
         "watch: ADDED api-checks",
+        "reflector ready: 0 objects",
+        "reflector store: [\"reflected-a\", \"reflected-b\"]",
     ];
     let mut rest = wasm_lines.iter();
     for want in expect_in_order {
         assert!(
             rest.any(|l| l == want),
             "missing (in order) {want:?} in {wasm_lines:#?}"
+        );
+    }
+    let groups = wasm_lines
+        .iter()
+        .find_map(|l| l.strip_prefix("discovery groups: "))
+        .expect("discovery ran");
+    for group in [
+        "",
+        "apps",
+        "apiextensions.k8s.io",
+        "rbac.authorization.k8s.io",
+    ] {
+        assert!(
+            groups.split(',').any(|g| g == group),
+            "{group:?} in {groups}"
         );
     }
     let watch: Vec<&String> = wasm_lines

@@ -25,13 +25,14 @@
 //! - `derive`, `admission`, `jsonpatch`, `cel`, `ws`, `kubelet-debug`: forwarded to
 //!   kube-core / kube-derive as in kube. `ws` only brings kube-core's types: exec, attach
 //!   and port-forward are not available in a guest.
-//! - `runtime`, `unstable-runtime`: placeholders, accepted and empty until the guest runtime
-//!   crate exists; `kube::runtime` is not there yet.
+//! - `runtime`: [`runtime`] is `kube-runtime-wasm` (watcher, reflector, `WatchStreamExt`),
+//!   as kube's is kube-runtime; `Controller`, `scheduler`, `finalizer`, `events` and `wait`
+//!   are not there yet. `unstable-runtime` implies it and adds nothing more yet.
 //! - `rustls-tls`, `openssl-tls`, `ring`, `aws-lc-rs`, `webpki-roots`, `gzip`,
 //!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`,
 //!   `unstable-client`: no-ops — the host owns the transport, TLS and credentials.
 //!
-//! Not provided: `kube::discovery` / `kube::Discovery`, `client::ConfigExt` and
+//! Not provided: `client::ConfigExt` and
 //! `ClientBuilder` (tower layers), WebSocket subresources.
 
 #[cfg(feature = "client")]
@@ -47,6 +48,13 @@ pub use api::Api;
 #[cfg(feature = "client")]
 #[doc(inline)]
 pub use client::Client;
+
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use discovery::Discovery;
+#[cfg(feature = "client")]
+#[doc(inline)]
+pub use kube_wasm_client::discovery;
 
 #[cfg(feature = "config")]
 #[doc(inline)]
@@ -81,6 +89,12 @@ pub use kube_derive::Resource;
 #[cfg(feature = "derive")]
 pub use kube_derive::KubeSchema;
 
+/// The controller runtime, as kube's `kube::runtime` (kube-runtime): here
+/// `kube-runtime-wasm`, on the guest executor and the host's timers.
+#[cfg(feature = "runtime")]
+#[doc(inline)]
+pub use kube_runtime_wasm as runtime;
+
 pub use crate::core::{CustomResourceExt, Resource, ResourceExt};
 #[doc(inline)]
 pub use kube_core as core;
@@ -92,11 +106,14 @@ pub mod prelude {
     //! use kube_wasm::prelude::*;
     //! ```
     //!
-    //! kube's `ConfigExt` (tower layers) has no counterpart in a guest; the runtime's
-    //! `WatchStreamExt` joins once the runtime crate exists.
+    //! With `runtime`, the runtime's `WatchStreamExt` too, as in kube. kube's `ConfigExt`
+    //! (tower layers) has no counterpart in a guest.
 
     pub use crate::{
         Resource as _, ResourceExt as _,
         core::{PartialObjectMetaExt as _, SelectorExt as _, crd::CustomResourceExt as _},
     };
+
+    #[cfg(feature = "runtime")]
+    pub use crate::runtime::utils::WatchStreamExt as _;
 }

@@ -155,6 +155,11 @@ fn watch_through_the_facade() {
     };
     assert_eq!(path, "/api/v1/configmaps");
     let added = br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}}"#;
+    let established = Completion::Head {
+        status: 200,
+        headers: vec![],
+    };
+    host.complete(id, &established, b"");
     host.complete(id, &Completion::WatchEvent {}, added);
     host.complete(id, &Completion::End {}, b"");
     assert_eq!(

@@ -237,15 +237,12 @@ where
     ///
     /// The params are validated by kube-core's `Request::watch` exactly as in kube, then the
     /// watch goes to the host as a `watch` op (not an HTTP request), so the host knows the
-    /// resource and parameters; it builds the same upstream request. The future resolves at
-    /// once. The stream yields one item per event (`Added`, `Modified`, `Deleted`,
-    /// `Bookmark`, `Error` — e.g. `410 Gone` for a too-old version), ends when the server
-    /// closes the watch (its `timeoutSeconds`, 290 by default), and ends after one
-    /// `Err(Error::ReadEvents)` if the watch broke off.
-    ///
-    /// Unlike kube, a watch the server refuses outright (403, 404 …) is not an error of this
-    /// future: the ABI reports the refusal as the op's first completion, so it arrives as the
-    /// stream's only item, `Err(Error::Api)`.
+    /// resource and parameters; it builds the same upstream request. The future resolves once
+    /// the API server has accepted the watch (the host's `head`); a watch it refuses (403,
+    /// 404, …) is `Err(Error::Api)` from this future, as in kube. The stream yields one item
+    /// per event (`Added`, `Modified`, `Deleted`, `Bookmark`, `Error` — e.g. `410 Gone` for a
+    /// too-old version), ends when the server closes the watch (its `timeoutSeconds`, 290 by
+    /// default), and ends after one `Err(Error::ReadEvents)` if the watch broke off.
     ///
     /// Dropping the stream cancels the watch on the host.
     ///

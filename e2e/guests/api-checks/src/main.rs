@@ -13,6 +13,7 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
     PostParams, ResourceExt, WatchEvent, WatchParams,
 };
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use std::time::Duration;
 
 #[tokio::main]
@@ -43,6 +44,24 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
     println!(
         "get_opt missing: {:?}",
         cms.get_opt("does-not-exist").await?.map(|c| c.name_any())
+    );
+
+    // Discovery of the built-in groups.
+    let discovery = kube::Discovery::new(client.clone()).run().await?;
+    let groups: Vec<String> = discovery
+        .groups_alphabetical()
+        .into_iter()
+        .map(|g| g.name().to_string())
+        .collect();
+    println!("discovery groups: {}", groups.join(","));
+    let (pod_resource, pod_caps) = discovery
+        .resolve_gvk(&kube::core::GroupVersionKind::gvk("", "v1", "Pod"))
+        .ok_or_else(|| anyhow::anyhow!("discovery: no Pod"))?;
+    println!(
+        "discovery pods: {} {:?} list={}",
+        pod_resource.plural,
+        pod_caps.scope,
+        pod_caps.supports_operation(kube::discovery::verbs::LIST)
     );
 
     // A watch the server refuses fails when it starts, not in its stream.
@@ -186,6 +205,47 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
     for line in seen {
         println!("watch: {line}");
     }
+
+    reflector_checks(cms).await
+}
+
+/// kube::runtime: a reflector fed by a watcher, read from another task.
+async fn reflector_checks(cms: Api<ConfigMap>) -> anyhow::Result<()> {
+    let selector = "api-checks=reflected";
+    let (reader, writer) = reflector::store::<ConfigMap>();
+    let stream = watcher(cms.clone(), watcher::Config::default().labels(selector))
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    let driver = tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while stream.try_next().await?.is_some() {}
+        Ok::<_, watcher::Error>(())
+    });
+    tokio::time::timeout(Duration::from_secs(20), reader.wait_until_ready()).await??;
+    println!("reflector ready: {} objects", reader.len());
+    for name in ["reflected-a", "reflected-b"] {
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some([("api-checks".to_string(), "reflected".to_string())].into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        cms.create(&PostParams::default(), &cm).await?;
+    }
+    let reader2 = reader.clone();
+    let seen_both = tokio::spawn(async move {
+        while reader2.len() < 2 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    tokio::time::timeout(Duration::from_secs(20), seen_both).await??;
+    let mut names: Vec<String> = reader.state().iter().map(|c| c.name_any()).collect();
+    names.sort();
+    println!("reflector store: {names:?}");
+    driver.abort();
     Ok(())
 }
 

@@ -1,0 +1,32 @@
+//! kube-runtime 5.0's watcher, reflector and stream utilities for Kubernetes controllers
+//! compiled to `wasm32-wasip1` and run by a kube-wasm host.
+//!
+//! Controllers reach this crate as `kube::runtime` through the `kube-wasm` facade (feature
+//! `runtime`), so the paths are kube-runtime 5.0's:
+//!
+//! - [`watcher()`](watcher::watcher) / [`metadata_watcher()`](watcher::metadata_watcher) /
+//!   [`watcher::watch_object`]: a self-healing stream of [`watcher::Event`]s — paginated LIST,
+//!   then WATCH from the list's `resourceVersion`, resuming from the last seen version
+//!   (bookmarks included) and relisting after `410 Gone`;
+//! - [`reflector()`](reflector::reflector) and [`reflector::store()`]: a cache of the watched
+//!   objects ([`reflector::Store`]) fed by a watcher stream;
+//! - [`WatchStreamExt`]: `default_backoff`, `backoff`, `applied_objects`, `touched_objects`,
+//!   `modify`, `predicate_filter` and `reflect` on watcher streams, with [`predicates`].
+//!
+//! Timers are `delay` operations of the kube-wasm ABI (through `kube-wasm-tokio`), and
+//! LIST/WATCH go through `kube-wasm-client`'s [`Api`](kube_wasm_client::Api); the streams
+//! keep kube-runtime's `Send` bounds, so they can be moved into `tokio::spawn`.
+//!
+//! Not provided yet: `Controller`, `applier`, `scheduler`, `finalizer`, `events`, `wait`,
+//! the shared-store variants of `unstable-runtime-subscribe`, and the memory-saving
+//! `reflector::store::Writer` dispatcher.
+
+pub mod reflector;
+pub mod utils;
+pub mod watcher;
+
+pub use reflector::reflector;
+pub use utils::WatchStreamExt;
+pub use utils::{Predicate, PredicateConfig, predicates};
+#[allow(deprecated)]
+pub use watcher::{metadata_watcher, watcher};

@@ -1,0 +1,101 @@
+//! Stream combinators on plain streams of watcher events (no host needed).
+
+use super::support::*;
+use futures::{FutureExt, StreamExt, stream};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_runtime_wasm::watcher::{Error, Event};
+use kube_runtime_wasm::{PredicateConfig, WatchStreamExt, predicates};
+use kube_wasm_client::ResourceExt;
+
+fn object(name: &str, rv: &str, generation: i64) -> ConfigMap {
+    let mut value = cm(name, rv);
+    value["metadata"]["generation"] = generation.into();
+    serde_json::from_value(value).expect("a config map")
+}
+
+fn events() -> Vec<Result<Event<ConfigMap>, Error>> {
+    vec![
+        Ok(Event::Init),
+        Ok(Event::InitApply(object("a", "1", 1))),
+        Ok(Event::InitDone),
+        Ok(Event::Apply(object("b", "2", 1))),
+        Err(Error::NoResourceVersion),
+        Ok(Event::Delete(object("a", "3", 1))),
+    ]
+}
+
+/// Collects a stream that never waits.
+fn collect<S: futures::Stream>(s: S) -> Vec<S::Item> {
+    s.collect::<Vec<_>>()
+        .now_or_never()
+        .expect("the stream is ready")
+}
+
+#[test]
+fn applied_objects_skip_markers_and_deletions() {
+    let out = collect(stream::iter(events()).applied_objects());
+    let out: Vec<_> = out.iter().map(describe_object).collect();
+    assert_eq!(out, ["a@1", "b@2", "Err NoResourceVersion"]);
+}
+
+#[test]
+fn touched_objects_keep_deletions() {
+    let out = collect(stream::iter(events()).touched_objects());
+    let out: Vec<_> = out.iter().map(describe_object).collect();
+    assert_eq!(out, ["a@1", "b@2", "Err NoResourceVersion", "a@3"]);
+}
+
+#[test]
+fn modify_changes_every_object() {
+    let out = collect(stream::iter(events()).modify(|o: &mut ConfigMap| {
+        o.labels_mut().insert("seen".into(), "yes".into());
+    }));
+    let labelled = out
+        .iter()
+        .filter_map(|e| match e {
+            Ok(Event::Apply(o) | Event::InitApply(o) | Event::Delete(o)) => Some(o),
+            _ => None,
+        })
+        .filter(|o| o.labels().get("seen").map(String::as_str) == Some("yes"))
+        .count();
+    assert_eq!(labelled, 3);
+    assert_eq!(out.len(), 6);
+}
+
+#[test]
+fn predicate_filter_drops_unchanged_generations() {
+    let objects = vec![
+        Ok(object("a", "1", 1)),
+        Ok(object("a", "2", 1)), // status change: same generation
+        Ok(object("b", "3", 1)), // another object
+        Ok(object("a", "4", 2)), // spec change
+        Err(Error::NoResourceVersion),
+        Ok(object("a", "5", 2)),
+    ];
+    let out = collect(
+        stream::iter(objects).predicate_filter(predicates::generation, PredicateConfig::default()),
+    );
+    let out: Vec<_> = out.iter().map(describe_object).collect();
+    assert_eq!(out, ["a@1", "b@3", "a@4", "Err NoResourceVersion"]);
+}
+
+#[test]
+fn predicates_without_a_value_always_pass_and_fallback_is_used() {
+    let mut no_generation = object("a", "1", 1);
+    no_generation.metadata.generation = None;
+    let mut later = no_generation.clone();
+    later.metadata.resource_version = Some("2".into());
+    let objects = vec![no_generation.clone(), no_generation, later];
+    let only_generation = collect(
+        stream::iter(objects.clone().into_iter().map(Ok))
+            .predicate_filter(predicates::generation, PredicateConfig::default()),
+    );
+    assert_eq!(only_generation.len(), 3);
+    use kube_runtime_wasm::Predicate;
+    let with_fallback = collect(stream::iter(objects.into_iter().map(Ok)).predicate_filter(
+        predicates::generation.fallback(predicates::resource_version),
+        PredicateConfig::default(),
+    ));
+    let out: Vec<_> = with_fallback.iter().map(describe_object).collect();
+    assert_eq!(out, ["a@1", "a@2"]);
+}
