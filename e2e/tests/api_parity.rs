@@ -58,6 +58,15 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
         "watch: ADDED api-checks",
         "reflector ready: 0 objects",
         "reflector store: [\"reflected-a\", \"reflected-b\"]",
+        "finalizer pass 1: Action { requeue_after: None }",
+        "finalizer apply: finalized",
+        "finalizer pass 2: Action { requeue_after: Some(300s) }",
+        "finalizers: [\"api-checks.kube-wasm.dev/cleanup\"]",
+        "event: Normal Checked Check Some(\"api-checks ran\") regarding=Some(\"finalized\") \
+         by Some(\"api-checks\")/Some(\"api-checks\") series=Some(2)",
+        "deleting holds: true",
+        "finalizer cleanup: finalized",
+        "finalized object deleted",
     ];
     let mut rest = wasm_lines.iter();
     for want in expect_in_order {

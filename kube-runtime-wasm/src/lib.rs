@@ -1,5 +1,6 @@
-//! kube-runtime 5.0's watcher, reflector and stream utilities for Kubernetes controllers
-//! compiled to `wasm32-wasip1` and run by a kube-wasm host.
+//! kube-runtime 5.0's watcher, reflector, stream utilities, `wait`, `finalizer` and
+//! `events` for Kubernetes controllers compiled to `wasm32-wasip1` and run by a kube-wasm
+//! host.
 //!
 //! Controllers reach this crate as `kube::runtime` through the `kube-wasm` facade (feature
 //! `runtime`), so the paths are kube-runtime 5.0's:
@@ -11,22 +12,32 @@
 //! - [`reflector()`](reflector::reflector) and [`reflector::store()`]: a cache of the watched
 //!   objects ([`reflector::Store`]) fed by a watcher stream;
 //! - [`WatchStreamExt`]: `default_backoff`, `backoff`, `applied_objects`, `touched_objects`,
-//!   `modify`, `predicate_filter` and `reflect` on watcher streams, with [`predicates`].
+//!   `modify`, `predicate_filter` and `reflect` on watcher streams, with [`predicates`];
+//! - [`wait`]: [`await_condition`](wait::await_condition) with [`conditions`], and
+//!   [`delete_and_finalize`](wait::delete::delete_and_finalize);
+//! - [`finalizer()`]: reconciling behind a finalizer, returning a [`controller::Action`];
+//! - [`events`]: a [`Recorder`](events::Recorder) publishing `events.k8s.io/v1` events.
 //!
 //! Timers are `delay` operations of the kube-wasm ABI (through `kube-wasm-tokio`), and
-//! LIST/WATCH go through `kube-wasm-client`'s [`Api`](kube_wasm_client::Api); the streams
-//! keep kube-runtime's `Send` bounds, so they can be moved into `tokio::spawn`.
+//! requests go through `kube-wasm-client`'s [`Api`](kube_wasm_client::Api); the streams
+//! and futures keep kube-runtime's `Send` bounds, so they can be moved into `tokio::spawn`.
 //!
-//! Not provided yet: `Controller`, `applier`, `scheduler`, `finalizer`, `events`, `wait`,
-//! the shared-store variants of `unstable-runtime-subscribe`, and the memory-saving
-//! `reflector::store::Writer` dispatcher.
+//! Not provided yet: `Controller`, `applier`, `scheduler`, the shared-store variants of
+//! `unstable-runtime-subscribe`, and the memory-saving `reflector::store::Writer`
+//! dispatcher.
 
+pub mod controller;
+pub mod events;
+pub mod finalizer;
 pub mod reflector;
 pub mod utils;
+pub mod wait;
 pub mod watcher;
 
+pub use finalizer::finalizer;
 pub use reflector::reflector;
 pub use utils::WatchStreamExt;
 pub use utils::{Predicate, PredicateConfig, predicates};
+pub use wait::conditions;
 #[allow(deprecated)]
 pub use watcher::{metadata_watcher, watcher};

@@ -1,11 +1,15 @@
 //! Native tests of the runtime against the fake host: the watcher's state machine, backoff
-//! schedules, the reflector's store and the stream combinators.
+//! schedules, the reflector's store, the stream combinators, `wait`, `finalizer` and
+//! `events`.
 
 mod runtime {
     pub mod support;
 
     mod backoff;
+    mod events;
+    mod finalizer;
     mod reflector;
     mod utils;
+    mod wait;
     mod watcher;
 }

@@ -25,9 +25,10 @@
 //! - `derive`, `admission`, `jsonpatch`, `cel`, `ws`, `kubelet-debug`: forwarded to
 //!   kube-core / kube-derive as in kube. `ws` only brings kube-core's types: exec, attach
 //!   and port-forward are not available in a guest.
-//! - `runtime`: [`runtime`] is `kube-runtime-wasm` (watcher, reflector, `WatchStreamExt`),
-//!   as kube's is kube-runtime; `Controller`, `scheduler`, `finalizer`, `events` and `wait`
-//!   are not there yet. `unstable-runtime` implies it and adds nothing more yet.
+//! - `runtime`: [`runtime`] is `kube-runtime-wasm` (watcher, reflector, `WatchStreamExt`,
+//!   predicates, finalizer, events, wait, `controller::Action`), as kube's is kube-runtime;
+//!   `Controller`, `applier` and `scheduler` are not there yet. `unstable-runtime` implies
+//!   it and adds nothing more yet.
 //! - `rustls-tls`, `openssl-tls`, `ring`, `aws-lc-rs`, `webpki-roots`, `gzip`,
 //!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`,
 //!   `unstable-client`: no-ops — the host owns the transport, TLS and credentials.

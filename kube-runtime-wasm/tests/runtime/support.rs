@@ -3,7 +3,7 @@
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_runtime_wasm::watcher::{Error, Event};
-use kube_wasm_abi::{Completion, ErrorCode, OpError, OpId, WatchRequest};
+use kube_wasm_abi::{Completion, ErrorCode, HttpRequest, OpError, OpId, WatchRequest};
 use kube_wasm_client::{Api, Client, ResourceExt};
 use kube_wasm_guest::fake::{FakeHost, Submitted, TestTask};
 use serde_json::{Value, json};
@@ -103,6 +103,22 @@ impl Driver {
         }
     }
 
+    /// The next op, which must be an HTTP request with `method`; returns its id, envelope
+    /// and body (as JSON, `Null` when empty).
+    pub fn expect_http(&mut self, method: &str) -> (OpId, HttpRequest, Value) {
+        match self.next_op() {
+            Submitted::Http { id, request, body } if request.method == method => {
+                let body = if body.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_slice(&body).expect("a JSON body")
+                };
+                (id, request, body)
+            }
+            other => panic!("expected a {method}, got {other:?}"),
+        }
+    }
+
     /// The next op, which must be a watch; returns its id and envelope.
     pub fn expect_watch(&mut self) -> (OpId, WatchRequest) {
         match self.next_op() {
@@ -171,6 +187,15 @@ impl Driver {
         self.pump();
         self.log.borrow_mut().drain(..).collect()
     }
+}
+
+/// The value of header `name` (case-insensitive) of `request`.
+pub fn header<'a>(request: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    request
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// A config map `name` at resourceVersion `rv`, as JSON.

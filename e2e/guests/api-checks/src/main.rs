@@ -8,12 +8,18 @@
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::events::v1::Event as EventV1;
 use kube::Client;
+use kube::Resource;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
     PostParams, ResourceExt, WatchEvent, WatchParams,
 };
-use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::runtime::{WatchStreamExt, finalizer, reflector, watcher};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::main]
@@ -206,7 +212,82 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
         println!("watch: {line}");
     }
 
-    reflector_checks(cms).await
+    reflector_checks(cms.clone()).await?;
+    finalizer_and_event_checks(client, cms).await
+}
+
+/// kube::runtime: finalizer(), events::Recorder and wait::await_condition on a ConfigMap.
+async fn finalizer_and_event_checks(client: Client, cms: Api<ConfigMap>) -> anyhow::Result<()> {
+    const FINALIZER: &str = "api-checks.kube-wasm.dev/cleanup";
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("finalized".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    cms.create(&PostParams::default(), &cm).await?;
+    let reconcile = |event: finalizer::Event<ConfigMap>| async move {
+        match event {
+            finalizer::Event::Apply(cm) => println!("finalizer apply: {}", cm.name_any()),
+            finalizer::Event::Cleanup(cm) => println!("finalizer cleanup: {}", cm.name_any()),
+        }
+        Ok::<_, kube::Error>(Action::requeue(Duration::from_secs(300)))
+    };
+    // First pass adds the finalizer; the second reconciles the object that carries it.
+    for pass in 1..=2 {
+        let current = Arc::new(cms.get("finalized").await?);
+        let action = finalizer(&cms, FINALIZER, current, reconcile).await?;
+        println!("finalizer pass {pass}: {action:?}");
+    }
+    println!("finalizers: {:?}", cms.get("finalized").await?.finalizers());
+
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "api-checks".into(),
+            instance: Some("api-checks".into()),
+        },
+    );
+    let reference = cms.get("finalized").await?.object_ref(&());
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Checked".into(),
+        note: Some("api-checks ran".into()),
+        action: "Check".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await?;
+    recorder.publish(&event, &reference).await?;
+    let events: Api<EventV1> = Api::namespaced(client, cms.namespace().unwrap_or("default"));
+    for e in events.list(&ListParams::default()).await? {
+        println!(
+            "event: {} {} {} {:?} regarding={:?} by {:?}/{:?} series={:?}",
+            e.type_.unwrap_or_default(),
+            e.reason.unwrap_or_default(),
+            e.action.unwrap_or_default(),
+            e.note,
+            e.regarding.and_then(|r| r.name),
+            e.reporting_controller,
+            e.reporting_instance,
+            e.series.map(|s| s.count),
+        );
+    }
+
+    // Deleting waits for the finalizer: cleanup removes it and the object goes.
+    let uid = cms.get("finalized").await?.uid().unwrap_or_default();
+    cms.delete("finalized", &DeleteParams::default()).await?;
+    let deleting = Arc::new(cms.get("finalized").await?);
+    println!(
+        "deleting holds: {}",
+        deleting.metadata.deletion_timestamp.is_some()
+    );
+    let action = finalizer(&cms, FINALIZER, deleting, reconcile).await?;
+    println!("finalizer cleanup pass: {action:?}");
+    let gone = await_condition(cms.clone(), "finalized", conditions::is_deleted(&uid));
+    tokio::time::timeout(Duration::from_secs(20), gone).await??;
+    println!("finalized object deleted");
+    Ok(())
 }
 
 /// kube::runtime: a reflector fed by a watcher, read from another task.
