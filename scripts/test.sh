@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "toolchain: wasm32-wasip1 target"
+step "toolchain: wasm32-wasip1 target, rustfmt, clippy"
 rustup target add wasm32-wasip1
+rustup component add rustfmt clippy
 
 step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached)"
 scripts/control-plane.sh provision >/dev/null
