@@ -1,6 +1,6 @@
-//! kube-runtime 5.0's watcher, reflector, stream utilities, `wait`, `finalizer` and
-//! `events` for Kubernetes controllers compiled to `wasm32-wasip1` and run by a kube-wasm
-//! host.
+//! kube-runtime 5.0's controller, scheduler, watcher, reflector, stream utilities, `wait`,
+//! `finalizer` and `events` for Kubernetes controllers compiled to `wasm32-wasip1` and run
+//! by a kube-wasm host.
 //!
 //! Controllers reach this crate as `kube::runtime` through the `kube-wasm` facade (feature
 //! `runtime`), so the paths are kube-runtime 5.0's:
@@ -16,26 +16,33 @@
 //! - [`wait`]: [`await_condition`](wait::await_condition) with [`conditions`], and
 //!   [`delete_and_finalize`](wait::delete::delete_and_finalize);
 //! - [`finalizer()`]: reconciling behind a finalizer, returning a [`controller::Action`];
-//! - [`events`]: a [`Recorder`](events::Recorder) publishing `events.k8s.io/v1` events.
+//! - [`events`]: a [`Recorder`](events::Recorder) publishing `events.k8s.io/v1` events;
+//! - [`scheduler()`](scheduler::scheduler): delaying and deduplicating requests on host timers;
+//! - [`Controller`] and [`applier()`]: the reconcile loop, with [`controller::Action`]s,
+//!   error policies, owned/related triggers, debounce, a concurrency limit and graceful
+//!   shutdown (on the host's stop request with `shutdown_on_signal`).
 //!
 //! Timers are `delay` operations of the kube-wasm ABI (through `kube-wasm-tokio`), and
 //! requests go through `kube-wasm-client`'s [`Api`](kube_wasm_client::Api); the streams
 //! and futures keep kube-runtime's `Send` bounds, so they can be moved into `tokio::spawn`.
 //!
-//! Not provided yet: `Controller`, `applier`, `scheduler`, the shared-store variants of
-//! `unstable-runtime-subscribe`, and the memory-saving `reflector::store::Writer`
-//! dispatcher.
+//! Not provided yet: the `*_stream` / `*_shared_stream` controller triggers and the
+//! shared-store variants of kube-runtime's `unstable-runtime-*` features, and the
+//! memory-saving `reflector::store::Writer` dispatcher.
 
 pub mod controller;
 pub mod events;
 pub mod finalizer;
 pub mod reflector;
+pub mod scheduler;
 pub mod utils;
 pub mod wait;
 pub mod watcher;
 
+pub use controller::{Config, Controller, applier};
 pub use finalizer::finalizer;
 pub use reflector::reflector;
+pub use scheduler::scheduler;
 pub use utils::WatchStreamExt;
 pub use utils::{Predicate, PredicateConfig, predicates};
 pub use wait::conditions;

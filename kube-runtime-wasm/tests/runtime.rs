@@ -6,9 +6,11 @@ mod runtime {
     pub mod support;
 
     mod backoff;
+    mod controller;
     mod events;
     mod finalizer;
     mod reflector;
+    mod scheduler;
     mod utils;
     mod wait;
     mod watcher;

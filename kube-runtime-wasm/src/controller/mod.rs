@@ -1,37 +1,28 @@
-//! Reconciler building blocks, as kube-runtime 5.0's `kube_runtime::controller`.
+//! Reconciling objects as their watches change, as kube-runtime 5.0's
+//! `kube_runtime::controller`.
 //!
-//! Only [`Action`] — what a reconciler (or the [`finalizer()`](crate::finalizer()) helper)
-//! returns — is provided so far. `Controller`, `applier`, `Config`, `ReconcileRequest` and
-//! the `trigger_*` functions come later.
+//! - [`Controller`]: watches the main objects (and owned or related ones) and reconciles
+//!   each changed object, per [`Action`]s and an error policy;
+//! - [`applier`]: the same loop on any queue of [`ReconcileRequest`]s and a [`Store`](crate::reflector::Store);
+//! - [`trigger_self`], [`trigger_owners`], [`trigger_with`]: request streams from watches;
+//! - [`Config`] (debounce, concurrency) and [`Error`].
+//!
+//! Requests go through a [`debounced_scheduler`](crate::scheduler::debounced_scheduler) on
+//! host timers; one object is never reconciled twice at once.
 
-use std::time::Duration;
+mod action;
+mod applier;
+mod builder;
+mod config;
+mod error;
+mod request;
+mod runner;
+mod trigger;
 
-/// What should happen after a reconciliation, as kube-runtime 5.0's `controller::Action`:
-/// reconcile the object again after a delay, or only when it changes.
-#[derive(Debug, Clone, Eq, PartialEq)]
-pub struct Action {
-    /// When to reconcile again even if nothing changes; `None`: only on a change.
-    requeue_after: Option<Duration>,
-}
-
-impl Action {
-    /// Reconcile the object again `duration` after this reconciliation, even if no watch
-    /// event asks for it — the fallback that keeps a controller eventually consistent when
-    /// a change goes unseen.
-    #[must_use]
-    pub const fn requeue(duration: Duration) -> Self {
-        Self {
-            requeue_after: Some(duration),
-        }
-    }
-
-    /// Reconcile the object again only when a watch event for it (or a related object) is
-    /// seen. A change missed by the watch is then never reconciled, so prefer
-    /// [`requeue`](Self::requeue) unless the object changes often.
-    #[must_use]
-    pub const fn await_change() -> Self {
-        Self {
-            requeue_after: None,
-        }
-    }
-}
+pub use action::Action;
+pub use applier::applier;
+pub use builder::Controller;
+pub use config::Config;
+pub use error::{Error, RunnerError};
+pub use request::{ReconcileReason, ReconcileRequest};
+pub use trigger::{trigger_owners, trigger_self, trigger_with};
