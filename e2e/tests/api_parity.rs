@@ -67,6 +67,7 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
         "deleting holds: true",
         "finalizer cleanup: finalized",
         "finalized object deleted",
+        "controller reconciled: {\"controlled-a\", \"controlled-b\"}",
     ];
     let mut rest = wasm_lines.iter();
     for want in expect_in_order {

@@ -26,9 +26,9 @@
 //!   kube-core / kube-derive as in kube. `ws` only brings kube-core's types: exec, attach
 //!   and port-forward are not available in a guest.
 //! - `runtime`: [`runtime`] is `kube-runtime-wasm` (watcher, reflector, `WatchStreamExt`,
-//!   predicates, finalizer, events, wait, `controller::Action`), as kube's is kube-runtime;
-//!   `Controller`, `applier` and `scheduler` are not there yet. `unstable-runtime` implies
-//!   it and adds nothing more yet.
+//!   predicates, `Controller`, `applier`, scheduler, finalizer, events, wait), as kube's is
+//!   kube-runtime. `unstable-runtime` implies it; the shared-store variants are not there
+//!   yet.
 //! - `rustls-tls`, `openssl-tls`, `ring`, `aws-lc-rs`, `webpki-roots`, `gzip`,
 //!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`,
 //!   `unstable-client`: no-ops — the host owns the transport, TLS and credentials.

@@ -18,7 +18,7 @@ use kube::api::{
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::wait::{await_condition, conditions};
-use kube::runtime::{WatchStreamExt, finalizer, reflector, watcher};
+use kube::runtime::{Controller, WatchStreamExt, finalizer, reflector, watcher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -213,7 +213,78 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
     }
 
     reflector_checks(cms.clone()).await?;
-    finalizer_and_event_checks(client, cms).await
+    finalizer_and_event_checks(client, cms.clone()).await?;
+    controller_checks(cms).await
+}
+
+/// kube::runtime::Controller: reconciles each labelled ConfigMap (marking it with an
+/// annotation), then shuts down gracefully.
+async fn controller_checks(cms: Api<ConfigMap>) -> anyhow::Result<()> {
+    let selector = "api-checks=controlled";
+    for name in ["controlled-a", "controlled-b"] {
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some([("api-checks".to_string(), "controlled".to_string())].into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        cms.create(&PostParams::default(), &cm).await?;
+    }
+    async fn reconcile(
+        cm: Arc<ConfigMap>,
+        api: Arc<Api<ConfigMap>>,
+    ) -> Result<Action, kube::Error> {
+        if !cm.annotations().contains_key("api-checks/reconciled") {
+            let patch =
+                serde_json::json!({"metadata": {"annotations": {"api-checks/reconciled": "yes"}}});
+            api.patch(
+                &cm.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        }
+        Ok(Action::await_change())
+    }
+    fn error_policy(_: Arc<ConfigMap>, _: &kube::Error, _: Arc<Api<ConfigMap>>) -> Action {
+        Action::requeue(Duration::from_secs(1))
+    }
+    let (stop, stopped) = futures::channel::oneshot::channel::<()>();
+    let controller = Controller::new(cms.clone(), watcher::Config::default().labels(selector))
+        .graceful_shutdown_on(async move {
+            let _ = stopped.await;
+        })
+        .run(reconcile, error_policy, Arc::new(cms.clone()));
+    let runner = tokio::spawn(async move {
+        let mut reconciled = std::collections::BTreeSet::new();
+        futures::pin_mut!(controller);
+        while let Some(result) = controller.next().await {
+            if let Ok((obj, _)) = result {
+                reconciled.insert(obj.name);
+            }
+        }
+        reconciled
+    });
+    let annotated = async {
+        loop {
+            let listed = cms.list(&ListParams::default().labels(selector)).await?;
+            if listed
+                .items
+                .iter()
+                .all(|c| c.annotations().contains_key("api-checks/reconciled"))
+            {
+                return Ok::<_, kube::Error>(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), annotated).await??;
+    let _ = stop.send(());
+    let reconciled = tokio::time::timeout(Duration::from_secs(20), runner).await??;
+    println!("controller reconciled: {reconciled:?}");
+    Ok(())
 }
 
 /// kube::runtime: finalizer(), events::Recorder and wait::await_condition on a ConfigMap.
