@@ -44,6 +44,7 @@ set -a
 . "$cp_dir/env"
 set +a
 export KUBE_WASM_AUDIT_LOG="$AUDIT_LOG"
+export KUBE_WASM_CONTROL_PLANE_DIR="$cp_dir"
 export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
 export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
 export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"

@@ -8,7 +8,8 @@
 //! - `KUBE_WASM_AUDIT_LOG`: its audit log;
 //! - `KUBE_WASM_HOST_SHIM`: the host-shim binary;
 //! - `KUBE_WASM_MODULES`: the folder holding the `.wasm` modules;
-//! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs.
+//! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs;
+//! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`].
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Namespace;
@@ -239,6 +240,25 @@ pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> 
         }
     }
     out
+}
+
+/// Restarts the test control plane's kube-apiserver (same port, flags and certificate; etcd
+/// keeps its data) and returns once it serves again. Every open watch is cut; resourceVersions
+/// from before the restart may be answered with 410 Gone (the watch cache starts empty).
+///
+/// It disturbs every test talking to the apiserver at the time: call it only from a test
+/// binary holding a single test (cargo runs test binaries one after another).
+pub fn restart_apiserver() -> anyhow::Result<()> {
+    let dir = env_path("KUBE_WASM_CONTROL_PLANE_DIR");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/control-plane.sh");
+    let status = Command::new(script)
+        .arg("restart-apiserver")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .context("running control-plane.sh restart-apiserver")?;
+    anyhow::ensure!(status.success(), "restart-apiserver failed: {status}");
+    Ok(())
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, up to `timeout`.
