@@ -11,6 +11,8 @@
 //! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs;
 //! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`].
 
+pub mod state;
+
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ObjectMeta, PostParams};
@@ -89,7 +91,7 @@ pub fn scratch_dir() -> PathBuf {
 pub struct Lines(Arc<Mutex<Vec<String>>>);
 
 impl Lines {
-    fn collect(&self, stream: impl std::io::Read + Send + 'static, echo: &'static str) {
+    fn collect(&self, stream: impl std::io::Read + Send + 'static, echo: String) {
         let lines = self.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines().map_while(Result::ok) {
@@ -122,38 +124,57 @@ impl Lines {
     }
 }
 
-/// A running `host-shim run` process.
-pub struct HostShim {
+/// A running child program — `host-shim run` or a native build of an example — whose output
+/// is collected line by line.
+pub struct Program {
     child: Child,
-    /// Its standard output: the modules' output, each line prefixed `[module] `.
+    /// Its standard output (for the host shim: the modules' output, each line prefixed
+    /// `[module] `).
     pub stdout: Lines,
-    /// Its standard error: the host's logs.
+    /// Its standard error (for the host shim: the host's logs).
     pub stderr: Lines,
 }
 
-impl HostShim {
+/// A running `host-shim run` process.
+pub type HostShim = Program;
+
+impl Program {
     /// Starts `host-shim run --kubeconfig KUBECONFIG [extra…] MODULE.wasm`.
-    pub fn start(kubeconfig: &Path, extra: &[&str], module: &str) -> HostShim {
+    pub fn start(kubeconfig: &Path, extra: &[&str], module: &str) -> Program {
         let wasm = env_path("KUBE_WASM_MODULES").join(format!("{module}.wasm"));
-        let mut child = Command::new(env_path("KUBE_WASM_HOST_SHIM"))
+        let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
+        command
             .arg("run")
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(extra)
-            .arg(&wasm)
+            .arg(&wasm);
+        Program::spawn(command, "host-shim")
+    }
+
+    /// Starts the native build of `bin` (from `KUBE_WASM_NATIVE_BIN`) with `KUBECONFIG` set
+    /// to `kubeconfig`: the same program as a module, run as kube-rs users run it.
+    pub fn native(bin: &str, kubeconfig: &Path) -> Program {
+        let mut command = Command::new(env_path("KUBE_WASM_NATIVE_BIN").join(bin));
+        command.env("KUBECONFIG", kubeconfig);
+        Program::spawn(command, bin)
+    }
+
+    fn spawn(mut command: Command, name: &str) -> Program {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("host-shim starts");
+            .unwrap_or_else(|e| panic!("{name} starts: {e}"));
         let (stdout, stderr) = (Lines::default(), Lines::default());
         if let Some(out) = child.stdout.take() {
-            stdout.collect(out, "host-shim stdout: ");
+            stdout.collect(out, format!("{name} stdout: "));
         }
         if let Some(err) = child.stderr.take() {
-            stderr.collect(err, "host-shim stderr: ");
+            stderr.collect(err, format!("{name} stderr: "));
         }
-        HostShim {
+        Program {
             child,
             stdout,
             stderr,
@@ -181,7 +202,7 @@ impl HostShim {
                 return Ok(status);
             }
             if Instant::now() > deadline {
-                bail!("host-shim did not exit within {timeout:?}");
+                bail!("the program did not exit within {timeout:?}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -198,7 +219,7 @@ impl HostShim {
     }
 }
 
-impl Drop for HostShim {
+impl Drop for Program {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
