@@ -2,7 +2,13 @@
 //!
 //! It stands in for the ABI imports on the current thread: submitted ops are recorded for the
 //! test to inspect, and the test completes them, which runs the guest executor exactly as the
-//! `kube_wasm_complete` export does. No real time passes: delays elapse when the test says so.
+//! `kube_wasm_complete` export does.
+//!
+//! Time is virtual while a fake host is installed: the guest's clock (`Instant::now()` of
+//! kube-wasm-tokio) starts at the install and moves only when the test calls
+//! [`FakeHost::advance`] — which fires every delay falling due on the way, in deadline order,
+//! as tokio's paused test clock does — or completes a delay itself, which moves the clock to
+//! that delay's deadline.
 //!
 //! ```
 //! use kube_wasm_guest::{Op, fake::{FakeHost, Submitted}};
@@ -21,10 +27,11 @@ use crate::executor::{self, JoinHandle, spawn_local};
 use crate::{entry, reactor};
 use kube_wasm_abi::{Completion, FrameError, HttpRequest, OpId, WatchRequest, encode_frame};
 use std::cell::RefCell;
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 /// An op as the guest submitted it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,13 +78,27 @@ impl Submitted {
     }
 }
 
-#[derive(Default)]
 struct State {
     next_id: OpId,
     submitted: VecDeque<Submitted>,
     live: BTreeSet<OpId>,
     cancelled: Vec<OpId>,
     bad_calls: Vec<String>,
+    /// The virtual clock: `epoch + elapsed`.
+    epoch: Instant,
+    elapsed: Duration,
+    /// Live delays by deadline (as time since `epoch`), then id.
+    timers: BTreeSet<(Duration, OpId)>,
+    deadlines: BTreeMap<OpId, Duration>,
+}
+
+impl State {
+    fn retire(&mut self, op: OpId) -> bool {
+        if let Some(deadline) = self.deadlines.remove(&op) {
+            self.timers.remove(&(deadline, op));
+        }
+        self.live.remove(&op)
+    }
 }
 
 thread_local! {
@@ -118,7 +139,14 @@ impl FakeHost {
         entry::reset();
         let state = Rc::new(RefCell::new(State {
             next_id: 1,
-            ..State::default()
+            submitted: VecDeque::new(),
+            live: BTreeSet::new(),
+            cancelled: Vec::new(),
+            bad_calls: Vec::new(),
+            epoch: Instant::now(),
+            elapsed: Duration::ZERO,
+            timers: BTreeSet::new(),
+            deadlines: BTreeMap::new(),
         }));
         INSTALLED.with(|i| *i.borrow_mut() = Some(state.clone()));
         Self { state }
@@ -129,7 +157,13 @@ impl FakeHost {
         let id = state.next_id;
         state.next_id += 1;
         state.live.insert(id);
-        state.submitted.push_back(make(id));
+        let submitted = make(id);
+        if let Submitted::Delay { millis, .. } = submitted {
+            let deadline = state.elapsed.saturating_add(Duration::from_millis(millis));
+            state.timers.insert((deadline, id));
+            state.deadlines.insert(id, deadline);
+        }
+        state.submitted.push_back(submitted);
         id
     }
 
@@ -143,7 +177,7 @@ impl FakeHost {
 
     pub(crate) fn cancel(&self, op: OpId) -> bool {
         let mut state = self.state.borrow_mut();
-        let was_live = state.live.remove(&op);
+        let was_live = state.retire(op);
         if was_live {
             state.cancelled.push(op);
         }
@@ -193,9 +227,61 @@ impl FakeHost {
     /// Delivers raw frame bytes to `op` (e.g. a malformed frame), then runs until stalled.
     pub fn complete_raw(&self, op: OpId, frame: Vec<u8>, is_final: bool) {
         if is_final {
-            self.state.borrow_mut().live.remove(&op);
+            let mut state = self.state.borrow_mut();
+            if let Some(&deadline) = state.deadlines.get(&op) {
+                state.elapsed = state.elapsed.max(deadline);
+            }
+            state.retire(op);
         }
         entry::complete(op, frame);
+    }
+
+    /// The virtual clock's current instant (what the guest's `Instant::now()` returns).
+    pub fn now(&self) -> Instant {
+        let state = self.state.borrow();
+        state.epoch + state.elapsed
+    }
+
+    /// Virtual time since the fake host was installed.
+    pub fn elapsed(&self) -> Duration {
+        self.state.borrow().elapsed
+    }
+
+    /// Time until the earliest live delay falls due, if any delay is live.
+    pub fn next_timer(&self) -> Option<Duration> {
+        let state = self.state.borrow();
+        let &(deadline, _) = state.timers.first()?;
+        Some(deadline.saturating_sub(state.elapsed))
+    }
+
+    /// Moves the virtual clock forward by `by`. Every delay due on the way fires in deadline
+    /// order (ties in submission order): the clock stops at its deadline, the delay completes
+    /// with `elapsed` and the guest runs until stalled — so delays it starts then fire too if
+    /// they fall due before the end. Returns the ids of the delays that fired.
+    pub fn advance(&self, by: Duration) -> Vec<OpId> {
+        let end = self.elapsed().saturating_add(by);
+        let mut fired = Vec::new();
+        loop {
+            let due = {
+                let state = self.state.borrow();
+                state.timers.first().copied().filter(|&(at, _)| at <= end)
+            };
+            let Some((_, id)) = due else { break };
+            self.complete(id, &Completion::Elapsed {}, b"");
+            fired.push(id);
+        }
+        let mut state = self.state.borrow_mut();
+        state.elapsed = state.elapsed.max(end);
+        fired
+    }
+
+    /// Advances the virtual clock to the earliest live delay and fires it (see
+    /// [`advance`](Self::advance)); returns how far the clock moved, or `None` (leaving the
+    /// clock alone) if no delay is live.
+    pub fn advance_to_next_timer(&self) -> Option<Duration> {
+        let step = self.next_timer()?;
+        self.advance(step);
+        Some(step)
     }
 
     /// Ops the guest cancelled, in order.

@@ -4,6 +4,7 @@
 //! authors never use it directly.
 //!
 //! - [`host`]: the ABI imports (or, natively, the [`fake`] host that tests drive);
+//! - [`clock`]: the monotonic clock (virtual under the fake host);
 //! - [`op`]: an operation in flight, as a stream of completions that cancels on drop;
 //! - [`reactor`]: completions that arrived but were not yet polled, per op, in order;
 //! - [`executor`]: the single-threaded task executor, run until stalled after every entry;
@@ -12,6 +13,7 @@
 //! Between entries nothing runs and nothing is on the stack: all state lives in the
 //! executor's task table and the reactor.
 
+pub mod clock;
 pub mod entry;
 pub mod executor;
 #[cfg(not(target_arch = "wasm32"))]

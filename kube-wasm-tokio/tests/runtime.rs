@@ -208,3 +208,81 @@ fn main_attribute_maps_the_output_to_an_exit_status() {
     main_returning_unit::main();
     assert_eq!(host.exit_status(), Some(0));
 }
+
+#[test]
+fn instant_now_is_the_fake_hosts_virtual_clock() {
+    let host = FakeHost::install();
+    let start = tokio::time::Instant::now();
+    host.advance(Duration::from_millis(1_250));
+    assert_eq!(start.elapsed(), Duration::from_millis(1_250));
+    assert_eq!(tokio::time::Instant::now().into_std(), host.now());
+}
+
+#[test]
+fn sleep_completes_at_its_deadline_not_before() {
+    let host = FakeHost::install();
+    let mut task = host.spawn(async {
+        let start = tokio::time::Instant::now();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        start.elapsed()
+    });
+    host.run_until_stalled();
+    host.advance(Duration::from_millis(99));
+    assert_eq!(task.output(), None);
+    host.advance(Duration::from_millis(1));
+    assert_eq!(task.output(), Some(Duration::from_millis(100)));
+}
+
+/// Ticks of a 100 ms interval around one 250 ms stall after the first tick, as virtual
+/// milliseconds since the start.
+fn ticks_around_a_stall(behavior: tokio::time::MissedTickBehavior) -> Vec<u128> {
+    let host = FakeHost::install();
+    let mut task = host.spawn(async move {
+        let start = tokio::time::Instant::now();
+        let mut iv = tokio::time::interval(Duration::from_millis(100));
+        iv.set_missed_tick_behavior(behavior);
+        let mut at = Vec::new();
+        for i in 0..4 {
+            iv.tick().await;
+            at.push(start.elapsed().as_millis());
+            if i == 0 {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+        at
+    });
+    host.run_until_stalled();
+    host.advance(Duration::from_secs(1));
+    task.output().expect("four ticks within a second")
+}
+
+#[test]
+fn interval_missed_ticks_follow_tokios_behaviors() {
+    use tokio::time::MissedTickBehavior::{Burst, Delay, Skip};
+    // Burst: the missed ticks come at once, then the original schedule.
+    assert_eq!(ticks_around_a_stall(Burst), [0, 250, 250, 300]);
+    // Delay: one tick at once, then a period from it.
+    assert_eq!(ticks_around_a_stall(Delay), [0, 250, 350, 450]);
+    // Skip: one tick at once, then the next multiple of the period.
+    assert_eq!(ticks_around_a_stall(Skip), [0, 250, 300, 400]);
+}
+
+#[test]
+fn timeout_measures_virtual_time() {
+    let host = FakeHost::install();
+    let mut task = host.spawn(async {
+        let slow = tokio::time::sleep(Duration::from_secs(10));
+        tokio::time::timeout(Duration::from_secs(3), slow)
+            .await
+            .is_err()
+    });
+    host.run_until_stalled();
+    host.advance(Duration::from_millis(2_999));
+    assert_eq!(task.output(), None);
+    host.advance(Duration::from_millis(1));
+    assert_eq!(task.output(), Some(true), "timed out after exactly 3 s");
+    assert!(
+        host.live().is_empty(),
+        "the inner sleep's timer was cancelled"
+    );
+}

@@ -6,6 +6,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube_runtime_wasm::watcher::{Error, Event};
 use kube_runtime_wasm::{PredicateConfig, WatchStreamExt, predicates};
 use kube_wasm_client::ResourceExt;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
 
 fn object(name: &str, rv: &str, generation: i64) -> ConfigMap {
     let mut value = cm(name, rv);
@@ -98,4 +101,35 @@ fn predicates_without_a_value_always_pass_and_fallback_is_used() {
     ));
     let out: Vec<_> = with_fallback.iter().map(describe_object).collect();
     assert_eq!(out, ["a@1", "a@2"]);
+}
+
+#[test]
+fn predicate_filter_forgets_objects_not_seen_for_the_ttl() {
+    let (host, _) = setup();
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    let config = PredicateConfig::default().ttl(Duration::from_secs(60));
+    let passed = Rc::new(RefCell::new(Vec::new()));
+    let seen = passed.clone();
+    let filtered = rx.predicate_filter(predicates::generation, config);
+    drop(host.spawn(async move {
+        let mut filtered = std::pin::pin!(filtered);
+        while let Some(item) = filtered.next().await {
+            seen.borrow_mut().push(describe_object(&item));
+        }
+    }));
+    let send = |name: &str, rv: &str| {
+        tx.unbounded_send(Ok(object(name, rv, 1)))
+            .expect("receiver alive");
+        host.run_until_stalled();
+    };
+    send("a", "1");
+    send("b", "2");
+    host.advance(Duration::from_secs(59));
+    send("a", "3"); // same generation within the TTL: filtered, and `a` counts as seen now
+    host.advance(Duration::from_secs(2));
+    // `b` was last seen 61 s ago: evicted, so its unchanged generation passes again; `a`
+    // was seen 2 s ago and stays filtered.
+    send("b", "4");
+    send("a", "5");
+    assert_eq!(*passed.borrow(), ["a@1", "b@2", "b@4"]);
 }

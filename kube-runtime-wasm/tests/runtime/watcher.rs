@@ -5,6 +5,7 @@ use super::support::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_runtime_wasm::watcher::{self, Config, watcher};
 use kube_wasm_abi::ErrorCode;
+use std::time::Duration;
 
 /// Starts `watcher(configmaps, config)` and answers its first LIST with one page holding
 /// `names` at version `rv`; returns the driver and the established watch's op.
@@ -270,24 +271,45 @@ fn a_list_without_resource_version_is_an_error() {
 }
 
 #[test]
-fn an_idle_watch_is_restarted() {
+fn an_idle_watch_is_restarted_295s_after_its_last_event() {
     let (mut d, watch) = listed_and_watching(Config::default(), &[], "10");
     assert_eq!(d.idle_timers.len(), 1, "one host timer for the idle limit");
     // Events do not start more timers.
+    d.host.advance(Duration::from_secs(100));
     d.event(watch, &watch_event("ADDED", cm("a", "11")));
+    d.host.advance(Duration::from_secs(100));
     d.event(watch, &watch_event("ADDED", cm("b", "12")));
+    d.pump();
     assert_eq!(d.idle_timers.len(), 1);
-    // The timer fires after events arrived: re-armed for the rest of the limit.
-    let timer = d.idle_timers[0];
-    d.elapse(timer);
-    assert_eq!(d.idle_timers.len(), 2);
+    // At 295 s the timer fires after events arrived: re-armed for the rest of the limit,
+    // counted from the last event (200 s + 290 s + 5 s).
+    d.host.advance(Duration::from_secs(95));
+    let (_, millis) = d.expect_delay();
+    assert_eq!(millis, 200_000);
+    d.host.advance(Duration::from_millis(199_999));
     assert!(d.nothing_pending());
-    // Fires again with no event in between: the watch is closed and resumed.
-    let timer = d.idle_timers[1];
-    d.elapse(timer);
+    assert!(
+        !d.host.cancelled().contains(&watch),
+        "still within the limit"
+    );
+    // 295 s without an event: the watch is closed and resumed from the last version.
+    d.host.advance(Duration::from_millis(1));
     assert!(d.host.cancelled().contains(&watch));
     let (_, request) = d.expect_watch();
     assert_eq!(request.resource_version, "12");
+}
+
+#[test]
+fn the_idle_limit_is_the_configured_timeout_plus_five_seconds() {
+    let (mut d, watch) = listed_and_watching(Config::default().timeout(30), &[], "10");
+    let (_, millis) = d.expect_delay();
+    assert_eq!(millis, 35_000);
+    // A connection that died silently: the server never ends the watch at 30 s.
+    d.host.advance(Duration::from_millis(34_999));
+    assert!(!d.host.cancelled().contains(&watch));
+    d.host.advance(Duration::from_millis(1));
+    assert!(d.host.cancelled().contains(&watch));
+    d.expect_watch();
 }
 
 #[test]

@@ -2,7 +2,8 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
 /// A measurement of the monotonic clock, as `tokio::time::Instant`. In a guest the clock is
-/// WASI's monotonic clock, kept by the host.
+/// WASI's monotonic clock, kept by the host; in native tests under the fake host it is the
+/// fake host's virtual clock (as tokio's paused clock in `#[tokio::test(start_paused = true)]`).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant {
     std: std::time::Instant,
@@ -12,7 +13,7 @@ impl Instant {
     /// The current instant.
     pub fn now() -> Instant {
         Instant {
-            std: std::time::Instant::now(),
+            std: kube_wasm_guest::clock::now(),
         }
     }
 
