@@ -12,11 +12,13 @@
 //! signatures. Timers are `delay` operations of the kube-wasm ABI; tasks run on the guest's
 //! single-threaded executor, which the host enters only when an operation completes.
 //!
-//! What cannot exist in a guest — `net`, `fs`, `process`, building a `Runtime` — is absent,
+//! [`runtime::Handle`] reaches the one executor a guest has. What cannot exist in a guest —
+//! `net`, `fs`, `process`, building a `Runtime` — is absent,
 //! so code that uses it fails to compile on tokio's own paths rather than at run time.
 //! `sync`, `io` (traits and utilities), `select!`, `join!`, `try_join!` and `pin!` are real
 //! tokio's executor-agnostic parts, re-exported.
 
+pub mod runtime;
 pub mod signal;
 pub mod task;
 pub mod time;

@@ -2,6 +2,7 @@
 //! [`WatchStreamExt`] combinators, backoffs, and predicates.
 
 mod backoff_reset_timer;
+mod cancelable_join_handle;
 mod event_decode;
 mod event_modify;
 mod predicate;
@@ -10,6 +11,7 @@ mod stream_backoff;
 mod watch_ext;
 
 pub use backoff_reset_timer::{Backoff, ResetTimerBackoff};
+pub use cancelable_join_handle::CancelableJoinHandle;
 pub use event_decode::EventDecode;
 pub use event_modify::EventModify;
 pub use predicate::{Config as PredicateConfig, Predicate, PredicateFilter, predicates};

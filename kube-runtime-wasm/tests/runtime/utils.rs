@@ -133,3 +133,37 @@ fn predicate_filter_forgets_objects_not_seen_for_the_ttl() {
     send("a", "5");
     assert_eq!(*passed.borrow(), ["a@1", "b@2", "b@4"]);
 }
+
+#[test]
+fn a_cancelable_join_handle_yields_the_output_and_aborts_on_drop() {
+    use kube_runtime_wasm::utils::CancelableJoinHandle;
+    use kube_wasm_tokio::runtime::Handle;
+    let (host, _) = setup();
+    let mut joined = host.spawn(async {
+        let handle = CancelableJoinHandle::spawn(async { 7 }, &Handle::current());
+        handle.await
+    });
+    host.run_until_stalled();
+    assert_eq!(joined.output(), Some(7));
+
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = finished.clone();
+    let mut dropper = host.spawn(async move {
+        let handle = CancelableJoinHandle::spawn(
+            async move {
+                kube_wasm_tokio::time::sleep(Duration::from_secs(1)).await;
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            },
+            &Handle::current(),
+        );
+        drop(handle);
+    });
+    host.run_until_stalled();
+    assert_eq!(dropper.output(), Some(()));
+    host.advance(Duration::from_secs(2));
+    assert!(
+        !finished.load(std::sync::atomic::Ordering::SeqCst),
+        "the task was aborted with its handle"
+    );
+    assert!(host.live().is_empty(), "and its timer cancelled");
+}
