@@ -35,7 +35,7 @@ Commands:
                          Prints the contents of DIR/env on stdout.
   stop DIR               Stop the processes started in DIR (TERM, then KILL). Idempotent.
   restart-apiserver DIR  Restart only kube-apiserver, same port, flags and serving cert (so the
-                         kubeconfig stays valid); etcd keeps running with its data.
+                         kubeconfig stays valid); etcd keeps running with its data (TERM, KILL after 2 s).
   -h, --help             Show this help.
 
 Files in DIR after start:
@@ -257,9 +257,10 @@ spawn() {
   die "could not start $1"
 }
 
-# Stops the process in pid file $1 (TERM, up to 15 s, then KILL). $3 is a display name.
+# Stops the process in pid file $1 (TERM, up to $4 seconds — 15 by default — then KILL). $3 is
+# a display name.
 stop_pid() {
-  local pidfile=$1 marker=$2 name=$3 pid i
+  local pidfile=$1 marker=$2 name=$3 grace=${4:-15} pid i
   if ! pid_alive "$pidfile" "$marker"; then
     rm -f "$pidfile"
     return 0
@@ -267,12 +268,12 @@ stop_pid() {
   pid=$(<"$pidfile")
   log "stopping $name (pid $pid)"
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do
+  for ((i = 0; i < grace * 10; i++)); do
     pid_alive "$pidfile" "$marker" || break
     sleep 0.1
   done
   if pid_alive "$pidfile" "$marker"; then
-    log "$name did not exit after 15s; sending KILL"
+    log "$name did not exit after ${grace}s; sending KILL"
     kill -KILL "$pid" 2>/dev/null || true
     sleep 0.2
   fi
@@ -509,7 +510,9 @@ cmd_restart_apiserver() {
   [[ -f $dir/kube-apiserver.args ]] || die "$dir has no control plane; run: ${0##*/} start $dir"
   pid_alive "$dir/etcd.pid" "$dir/" || die "etcd is not running in $dir"
   provision
-  stop_pid "$dir/kube-apiserver.pid" "$dir/" kube-apiserver
+  # kube-apiserver 1.20 waits for open watches on TERM; after 2 s it is killed, as a crash
+  # would end it (etcd keeps everything it acknowledged).
+  stop_pid "$dir/kube-apiserver.pid" "$dir/" kube-apiserver 2
   port=$(apiserver_port "$dir")
   for ((i = 0; i < 100; i++)); do port_free "$port" && break; sleep 0.1; done
   port_free "$port" || die "port $port is still in use"
