@@ -192,6 +192,19 @@ impl Program {
         self.wait(timeout)
     }
 
+    /// Sends SIGINT (Ctrl-C) and waits up to `timeout` for the exit. A native build that
+    /// stops on `tokio::signal::ctrl_c` listens for SIGINT only (SIGTERM kills it); the host
+    /// shim treats SIGINT as a stop request too.
+    pub fn interrupt(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        let status = Command::new("kill")
+            .arg("-INT")
+            .arg(self.child.id().to_string())
+            .status()
+            .context("kill -INT")?;
+        anyhow::ensure!(status.success(), "kill -INT failed");
+        self.wait(timeout)
+    }
+
     /// Waits up to `timeout` for the process to exit on its own.
     pub fn wait(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
         let deadline = Instant::now() + timeout;
@@ -280,6 +293,32 @@ pub fn restart_apiserver() -> anyhow::Result<()> {
         .context("running control-plane.sh restart-apiserver")?;
     anyhow::ensure!(status.success(), "restart-apiserver failed: {status}");
     Ok(())
+}
+
+/// Runs the request `op` until the apiserver answers, up to `timeout`: right after
+/// [`restart_apiserver`] the client's pooled connections may fail once. An API error whose
+/// code is in `done_codes` counts as success (e.g. 409 when a create's first answer was lost,
+/// 404 for a delete); 429 and 5xx are retried; any other API error panics.
+pub async fn until_answered<T, F, Fut>(timeout: Duration, what: &str, done_codes: &[u16], mut op: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        match op().await {
+            Ok(_) => return,
+            Err(kube::Error::Api(status)) if done_codes.contains(&status.code) => return,
+            Err(kube::Error::Api(status)) if status.code != 429 && status.code < 500 => {
+                panic!("{what}: {status:?}")
+            }
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "{what}: no answer within {timeout:?}: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, up to `timeout`.
