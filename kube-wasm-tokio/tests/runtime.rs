@@ -286,3 +286,38 @@ fn timeout_measures_virtual_time() {
         "the inner sleep's timer was cancelled"
     );
 }
+
+#[test]
+fn sigterm_and_sigint_streams_fire_once_on_the_host_stop_request() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let host = FakeHost::install();
+    let mut task = host.spawn(async {
+        let mut term = signal(SignalKind::terminate()).expect("a stream");
+        let mut int = signal(SignalKind::interrupt()).expect("a stream");
+        let mut hup = signal(SignalKind::hangup()).expect("a stream");
+        let which = tokio::select! {
+            _ = term.recv() => "term",
+            _ = hup.recv() => "hup",
+        };
+        let also_int = int.recv().await;
+        // After the one stop request, no further signal comes.
+        let again = tokio::time::timeout(Duration::from_secs(60), term.recv()).await;
+        (which, also_int, again.is_err())
+    });
+    host.run_until_stalled();
+    let stops: Vec<_> = host
+        .take_submitted()
+        .into_iter()
+        .filter(|op| matches!(op, Submitted::StopSignal { .. }))
+        .collect();
+    assert_eq!(
+        stops.len(),
+        2,
+        "SIGTERM and SIGINT listen; SIGHUP needs no host op"
+    );
+    for op in stops {
+        host.complete(op.id(), &Completion::Stop {}, b"");
+    }
+    host.advance(Duration::from_secs(60));
+    assert_eq!(task.output(), Some(("term", Some(()), true)));
+}
