@@ -27,13 +27,14 @@ step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "build the host shim, and the e2e programs natively and for wasm32-wasip1"
-cargo build -p host-shim -p api-checks
-cargo build --target wasm32-wasip1 -p configmap-mirror -p api-checks
+cargo build -p host-shim -p api-checks -p configmap-generator -p finalizer-controller
+cargo build --target wasm32-wasip1 -p configmap-mirror -p api-checks \
+  -p configmap-generator -p finalizer-controller
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
-  -p configmap-mirror -p api-checks -- -D warnings
+  -p configmap-mirror -p api-checks -p configmap-generator -p finalizer-controller -- -D warnings
 
 step "end to end: start a control plane"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
