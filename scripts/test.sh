@@ -26,14 +26,21 @@ cargo test --workspace --exclude kube-wasm-e2e
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
+# The programs the end-to-end tests run, natively and as wasm32-wasip1 modules: the examples
+# and the e2e guests.
+programs=(
+  -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
+  -p multi-watch -p api-checks
+)
+
 step "build the host shim, and the e2e programs natively and for wasm32-wasip1"
-cargo build -p host-shim -p api-checks -p store-reader -p multi-watch
-cargo build --target wasm32-wasip1 -p configmap-mirror -p api-checks -p store-reader -p multi-watch
+cargo build -p host-shim "${programs[@]}"
+cargo build --target wasm32-wasip1 "${programs[@]}"
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
-  -p configmap-mirror -p api-checks -p store-reader -p multi-watch -- -D warnings
+  "${programs[@]}" -- -D warnings
 
 step "end to end: start a control plane"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
