@@ -26,9 +26,20 @@
 //! requests go through `kube-wasm-client`'s [`Api`](kube_wasm_client::Api); the streams
 //! and futures keep kube-runtime's `Send` bounds, so they can be moved into `tokio::spawn`.
 //!
-//! Not provided yet: the `*_stream` / `*_shared_stream` controller triggers and the
-//! shared-store variants of kube-runtime's `unstable-runtime-*` features, and the
-//! memory-saving `reflector::store::Writer` dispatcher.
+//!
+//! # Features
+//!
+//! kube-runtime 5.0's unstable features, gating the same items (`kube-wasm`'s
+//! `unstable-runtime` turns all three on, as kube's does):
+//!
+//! - `unstable-runtime-subscribe`: shared stores — [`reflector::store_shared`],
+//!   `store::Writer::new_shared` and `Writer::subscribe` giving [`reflector::ReflectHandle`]
+//!   streams, [`WatchStreamExt::reflect_shared`], and `Controller::for_shared_stream`,
+//!   `owns_shared_stream` and `watches_shared_stream` (with their `_with` forms);
+//! - `unstable-runtime-stream-control`: `Controller::for_stream`, `owns_stream` and
+//!   `watches_stream` (with their `_with` forms);
+//! - `unstable-runtime-reconcile-on`: `Controller::reconcile_on`;
+//! - `unstable-runtime`: all three.
 
 pub mod controller;
 pub mod events;

@@ -11,6 +11,7 @@ mod runtime {
     mod finalizer;
     mod reflector;
     mod scheduler;
+    mod shared;
     mod utils;
     mod wait;
     mod watcher;

@@ -27,8 +27,11 @@
 //!   and port-forward are not available in a guest.
 //! - `runtime`: [`runtime`] is `kube-runtime-wasm` (watcher, reflector, `WatchStreamExt`,
 //!   predicates, `Controller`, `applier`, scheduler, finalizer, events, wait), as kube's is
-//!   kube-runtime. `unstable-runtime` implies it; the shared-store variants are not there
-//!   yet.
+//!   kube-runtime. `unstable-runtime` implies it and turns on kube-runtime-wasm's
+//!   `unstable-runtime` (as kube's does kube-runtime's): shared stores
+//!   (`reflector::store_shared`, `Writer::subscribe`, `ReflectHandle`, `reflect_shared`),
+//!   `Controller::for_stream`/`owns_stream`/`watches_stream`, their `*_shared_stream`
+//!   forms, and `reconcile_on`.
 //! - `rustls-tls`, `openssl-tls`, `ring`, `aws-lc-rs`, `webpki-roots`, `gzip`,
 //!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`,
 //!   `unstable-client`: no-ops — the host owns the transport, TLS and credentials.

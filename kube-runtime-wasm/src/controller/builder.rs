@@ -1,6 +1,8 @@
 //! [`Controller`]: a reconcile loop fed by watches of the main object and related objects.
 
 use super::trigger::trigger_others;
+#[cfg(feature = "unstable-runtime-subscribe")]
+use super::trigger::trigger_owners_shared;
 use super::{Action, Config, Error, ReconcileReason, ReconcileRequest, applier};
 use super::{trigger_owners, trigger_self};
 use crate::reflector::{ObjectRef, Store, reflector, store::Writer};
@@ -22,10 +24,12 @@ use std::sync::Arc;
 
 /// A controller for objects of type `K`, as kube-runtime 5.0's `controller::Controller`.
 ///
-/// Build it from the main object's watch ([`new`](Self::new)) or a stream of the main
-/// objects ([`for_stream`](Self::for_stream)), add related triggers ([`owns`](Self::owns),
-/// [`watches`](Self::watches), [`reconcile_all_on`](Self::reconcile_all_on)) and shutdown
-/// conditions, then [`run`](Self::run) it. Watch streams are retried with the trigger
+/// Build it from the main object's watch ([`new`](Self::new)) or, as in kube behind its
+/// `unstable-runtime-*` features, from a stream of the main objects (`for_stream`,
+/// `for_shared_stream`); add related triggers ([`owns`](Self::owns),
+/// [`watches`](Self::watches), [`reconcile_all_on`](Self::reconcile_all_on), and the
+/// gated `owns_stream`, `watches_stream`, `owns_shared_stream`, `watches_shared_stream`,
+/// `reconcile_on`) and shutdown conditions, then [`run`](Self::run) it. Watch streams are retried with the trigger
 /// backoff ([`DefaultBackoff`] unless [`trigger_backoff`](Self::trigger_backoff) is set),
 /// waiting on host timers.
 pub struct Controller<K>
@@ -73,7 +77,8 @@ where
 
     /// A controller reconciling each object of `trigger` (e.g. a filtered watcher stream
     /// that feeds `reader`'s writer), as kube-runtime 5.0's `Controller::for_stream`
-    /// (`unstable-runtime-stream-control` there). Objects are read from `reader`.
+    /// (feature `unstable-runtime-stream-control`, as there). Objects are read from `reader`.
+    #[cfg(feature = "unstable-runtime-stream-control")]
     pub fn for_stream(
         trigger: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
         reader: Store<K>,
@@ -85,12 +90,41 @@ where
     }
 
     /// [`for_stream`](Self::for_stream) for a type with runtime type information `dyntype`.
+    #[cfg(feature = "unstable-runtime-stream-control")]
     pub fn for_stream_with(
         trigger: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
         reader: Store<K>,
         dyntype: K::DynamicType,
     ) -> Self {
         let main = trigger_self(trigger, dyntype.clone());
+        Self::from_trigger(main.boxed(), reader, dyntype)
+    }
+
+    /// A controller reconciling each object of a shared stream, as kube-runtime 5.0's
+    /// `Controller::for_shared_stream` (feature `unstable-runtime-subscribe`, as there):
+    /// `trigger` is usually a [`ReflectHandle`](crate::reflector::ReflectHandle) of the
+    /// shared store `reader` reads, so several controllers share one watch. The stream
+    /// feeding that store (its reflector) must be polled separately, or both wait forever.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    pub fn for_shared_stream(
+        trigger: impl Stream<Item = Arc<K>> + Send + 'static,
+        reader: Store<K>,
+    ) -> Self
+    where
+        K::DynamicType: Default,
+    {
+        Self::for_shared_stream_with(trigger, reader, Default::default())
+    }
+
+    /// [`for_shared_stream`](Self::for_shared_stream) for a type with runtime type
+    /// information `dyntype`.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    pub fn for_shared_stream_with(
+        trigger: impl Stream<Item = Arc<K>> + Send + 'static,
+        reader: Store<K>,
+        dyntype: K::DynamicType,
+    ) -> Self {
+        let main = trigger_self(trigger.map(Ok::<_, watcher::Error>), dyntype.clone());
         Self::from_trigger(main.boxed(), reader, dyntype)
     }
 
@@ -163,7 +197,8 @@ where
 
     /// Also reconciles the owners (of type `K`) of each child object of `trigger` (e.g. a
     /// filtered watcher stream), as kube-runtime 5.0's `Controller::owns_stream`
-    /// (`unstable-runtime-stream-control` there).
+    /// (feature `unstable-runtime-stream-control`, as there).
+    #[cfg(feature = "unstable-runtime-stream-control")]
     #[must_use]
     pub fn owns_stream<Child: Resource<DynamicType = ()> + Send + 'static>(
         self,
@@ -174,6 +209,7 @@ where
 
     /// [`owns_stream`](Self::owns_stream) for a child type with runtime type information
     /// `dyntype`.
+    #[cfg(feature = "unstable-runtime-stream-control")]
     #[must_use]
     pub fn owns_stream_with<Child: Resource + Send + 'static>(
         mut self,
@@ -184,6 +220,40 @@ where
         Child::DynamicType: Debug + Eq + Hash + Clone,
     {
         let owners = trigger_owners(trigger, self.dyntype.clone(), dyntype);
+        self.triggers.push(owners.boxed());
+        self
+    }
+
+    /// Also reconciles the owners (of type `K`) of each child of a shared stream (e.g. a
+    /// [`ReflectHandle`](crate::reflector::ReflectHandle)), as kube-runtime 5.0's
+    /// `Controller::owns_shared_stream` (feature `unstable-runtime-subscribe`, as there).
+    /// The stream feeding the children's shared store must be polled separately.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    #[must_use]
+    pub fn owns_shared_stream<Child: Resource<DynamicType = ()> + Send + 'static>(
+        self,
+        trigger: impl Stream<Item = Arc<Child>> + Send + 'static,
+    ) -> Self {
+        self.owns_shared_stream_with(trigger, ())
+    }
+
+    /// [`owns_shared_stream`](Self::owns_shared_stream) taking the child's `dyntype`
+    /// (which kube 5.0 also restricts to `()`).
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    #[must_use]
+    pub fn owns_shared_stream_with<Child: Resource<DynamicType = ()> + Send + 'static>(
+        mut self,
+        trigger: impl Stream<Item = Arc<Child>> + Send + 'static,
+        dyntype: Child::DynamicType,
+    ) -> Self
+    where
+        Child::DynamicType: Debug + Eq + Hash + Clone,
+    {
+        let owners = trigger_owners_shared(
+            trigger.map(Ok::<_, watcher::Error>),
+            self.dyntype.clone(),
+            dyntype,
+        );
         self.triggers.push(owners.boxed());
         self
     }
@@ -227,8 +297,9 @@ where
     }
 
     /// Also reconciles the objects `mapper` relates to each object of `trigger`, as
-    /// kube-runtime 5.0's `Controller::watches_stream` (`unstable-runtime-stream-control`
-    /// there).
+    /// kube-runtime 5.0's `Controller::watches_stream` (feature
+    /// `unstable-runtime-stream-control`, as there).
+    #[cfg(feature = "unstable-runtime-stream-control")]
     #[must_use]
     pub fn watches_stream<Other, I>(
         self,
@@ -246,6 +317,7 @@ where
 
     /// [`watches_stream`](Self::watches_stream) for a type with runtime type information
     /// `dyntype`.
+    #[cfg(feature = "unstable-runtime-stream-control")]
     #[must_use]
     pub fn watches_stream_with<Other, I>(
         mut self,
@@ -264,9 +336,53 @@ where
         self
     }
 
+    /// Also reconciles the objects `mapper` relates to each object of a shared stream
+    /// (e.g. a [`ReflectHandle`](crate::reflector::ReflectHandle)), as kube-runtime 5.0's
+    /// `Controller::watches_shared_stream` (feature `unstable-runtime-subscribe`, as
+    /// there). The stream feeding that shared store must be polled separately.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    #[must_use]
+    pub fn watches_shared_stream<Other, I>(
+        self,
+        trigger: impl Stream<Item = Arc<Other>> + Send + 'static,
+        mapper: impl Fn(Arc<Other>) -> I + Sync + Send + 'static,
+    ) -> Self
+    where
+        Other: Clone + Resource + DeserializeOwned + Debug + Send + 'static,
+        Other::DynamicType: Default + Debug + Clone,
+        I: 'static + IntoIterator<Item = ObjectRef<K>>,
+        I::IntoIter: Send,
+    {
+        self.watches_shared_stream_with(trigger, mapper, Default::default())
+    }
+
+    /// [`watches_shared_stream`](Self::watches_shared_stream) for a type with runtime
+    /// type information `dyntype`.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    #[must_use]
+    pub fn watches_shared_stream_with<Other, I>(
+        mut self,
+        trigger: impl Stream<Item = Arc<Other>> + Send + 'static,
+        mapper: impl Fn(Arc<Other>) -> I + Sync + Send + 'static,
+        dyntype: Other::DynamicType,
+    ) -> Self
+    where
+        Other: Clone + Resource + DeserializeOwned + Debug + Send + 'static,
+        Other::DynamicType: Debug + Clone,
+        I: 'static + IntoIterator<Item = ObjectRef<K>>,
+        I::IntoIter: Send,
+    {
+        let others =
+            trigger_others::<_, Other, _, _>(trigger.map(Ok::<_, watcher::Error>), mapper, dyntype);
+        self.triggers.push(others.boxed());
+        self
+    }
+
     /// Reconciles each object `trigger` names ([`ReconcileReason::Unknown`]), as
-    /// kube-runtime 5.0's `Controller::reconcile_on` (`unstable-runtime-reconcile-on`
-    /// there). Objects missing from the store are reported as [`Error::ObjectNotFound`].
+    /// kube-runtime 5.0's `Controller::reconcile_on` (feature
+    /// `unstable-runtime-reconcile-on`, as there). Objects missing from the store are
+    /// reported as [`Error::ObjectNotFound`].
+    #[cfg(feature = "unstable-runtime-reconcile-on")]
     #[must_use]
     pub fn reconcile_on(
         mut self,

@@ -1,5 +1,5 @@
 //! Turning watched objects into [`ReconcileRequest`]s: [`trigger_with`], [`trigger_self`],
-//! [`trigger_owners`] and `trigger_others`.
+//! [`trigger_owners`], `trigger_owners_shared` and `trigger_others`.
 
 use super::{ReconcileReason, ReconcileRequest};
 use crate::reflector::ObjectRef;
@@ -103,4 +103,35 @@ where
             })
     };
     trigger_others::<S, S::Ok, KOwner, _>(stream, mapper, child_type)
+}
+
+/// [`trigger_owners`] for a stream of shared `Arc<K>` children (e.g. a
+/// [`ReflectHandle`](crate::reflector::ReflectHandle)), as kube-runtime 5.0's
+/// (crate-private) `trigger_owners_shared` behind `Controller::owns_shared_stream`.
+#[cfg(feature = "unstable-runtime-subscribe")]
+pub(crate) fn trigger_owners_shared<KOwner, K, S>(
+    stream: S,
+    owner_type: KOwner::DynamicType,
+    child_type: K::DynamicType,
+) -> impl Stream<Item = Result<ReconcileRequest<KOwner>, S::Error>>
+where
+    S: TryStream<Ok = std::sync::Arc<K>>,
+    K: Resource,
+    K::DynamicType: Clone,
+    KOwner: Resource,
+    KOwner::DynamicType: Clone,
+{
+    let mapper = move |obj: S::Ok| {
+        let meta = obj.meta();
+        let namespace = meta.namespace.clone();
+        let owner_type = owner_type.clone();
+        meta.owner_references
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(move |owner| {
+                ObjectRef::from_owner_ref(namespace.as_deref(), &owner, owner_type.clone())
+            })
+    };
+    trigger_others::<S, K, KOwner, _>(stream, mapper, child_type)
 }

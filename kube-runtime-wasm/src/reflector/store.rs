@@ -1,12 +1,16 @@
 //! The reflector's cache: [`Writer`] and [`Store`], as kube-runtime 5.0's
 //! `reflector::store`.
 
+use super::dispatcher::Dispatcher;
 use super::ready::{Ready, WhenReady, ready};
+#[cfg(feature = "unstable-runtime-subscribe")]
+use super::reflect_handle::ReflectHandle;
 use super::{Lookup, ObjectRef};
 use crate::watcher;
 use kube_core::{ResourceExt, Selector, SelectorExt};
 use std::collections::HashMap;
 use std::fmt::{self, Debug};
+use std::future::Future;
 use std::hash::Hash;
 use std::sync::{Arc, PoisonError, RwLock};
 use thiserror::Error;
@@ -14,7 +18,10 @@ use thiserror::Error;
 type Cache<K> = Arc<RwLock<HashMap<ObjectRef<K>, Arc<K>>>>;
 
 /// Writes a store from watcher events, as kube-runtime 5.0's `store::Writer`. Usually moved
-/// into [`reflector()`](crate::reflector()); its [`Store`]s read what it writes.
+/// into [`reflector()`](crate::reflector()); its [`Store`]s read what it writes. A shared
+/// writer (`new_shared`, with `unstable-runtime-subscribe`) also has subscribers
+/// ([`ReflectHandle`](super::ReflectHandle)s) that the reflector tells about every object
+/// it applies.
 pub struct Writer<K: 'static + Lookup + Clone>
 where
     K::DynamicType: Eq + Hash + Clone,
@@ -25,6 +32,8 @@ where
     dyntype: K::DynamicType,
     ready: Ready,
     when_ready: WhenReady,
+    /// The subscribers' channel, for a shared writer.
+    dispatcher: Option<Dispatcher<K>>,
 }
 
 impl<K: 'static + Lookup + Clone> Writer<K>
@@ -33,6 +42,22 @@ where
 {
     /// An empty store for objects of the type `dyntype`.
     pub fn new(dyntype: K::DynamicType) -> Self {
+        Self::with_dispatcher(dyntype, None)
+    }
+
+    /// An empty shared store for objects of the type `dyntype`, as kube-runtime 5.0's
+    /// `Writer::new_shared`: [`subscribe`](Self::subscribe) gives streams of the objects
+    /// the reflector applies. Up to `buf_size` objects wait for the slowest subscriber;
+    /// then the reflector waits for it (see [`ReflectHandle`]).
+    ///
+    /// # Panics
+    /// If `buf_size` is 0, as kube's.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    pub fn new_shared(buf_size: usize, dyntype: K::DynamicType) -> Self {
+        Self::with_dispatcher(dyntype, Some(Dispatcher::new(buf_size)))
+    }
+
+    fn with_dispatcher(dyntype: K::DynamicType, dispatcher: Option<Dispatcher<K>>) -> Self {
         let (ready, when_ready) = ready();
         Self {
             store: Cache::default(),
@@ -40,6 +65,7 @@ where
             dyntype,
             ready,
             when_ready,
+            dispatcher,
         }
     }
 
@@ -50,6 +76,18 @@ where
             store: self.store.clone(),
             when_ready: self.when_ready.clone(),
         }
+    }
+
+    /// A new subscriber of a shared writer (`None` for a writer from [`new`](Self::new),
+    /// [`store()`] or `Default`), as kube-runtime 5.0's `Writer::subscribe`. It sees the
+    /// objects applied from now on; see [`ReflectHandle`] for what it yields and how a
+    /// slow subscriber holds the reflector back.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    #[must_use]
+    pub fn subscribe(&self) -> Option<ReflectHandle<K>> {
+        self.dispatcher
+            .as_ref()
+            .map(|dispatcher| dispatcher.subscribe(self.as_reader()))
     }
 
     /// Applies one watcher event: `Apply` inserts or replaces the object, `Delete` removes
@@ -77,6 +115,31 @@ where
             }
         }
     }
+
+    /// Tells a shared writer's subscribers about `event`, once applied: the object of an
+    /// `Apply`, every stored object at `InitDone`, nothing for other events (or when not
+    /// shared). The future waits while the subscribers' buffer is full; it does not
+    /// borrow `event`.
+    pub(crate) fn dispatch_event<'w>(
+        &'w self,
+        event: &watcher::Event<K>,
+    ) -> impl Future<Output = ()> + use<'w, K> {
+        let refs: Vec<ObjectRef<K>> = match (&self.dispatcher, event) {
+            (Some(_), watcher::Event::Apply(obj)) => {
+                vec![obj.to_object_ref(self.dyntype.clone())]
+            }
+            (Some(_), watcher::Event::InitDone) => read(&self.store).keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let dispatcher = self.dispatcher.as_ref();
+        async move {
+            if let Some(dispatcher) = dispatcher {
+                for obj_ref in refs {
+                    dispatcher.broadcast(obj_ref).await;
+                }
+            }
+        }
+    }
 }
 
 impl<K> Default for Writer<K>
@@ -100,6 +163,7 @@ where
             .field("buffer", &self.buffer)
             .field("dyntype", &self.dyntype)
             .field("ready", &self.ready)
+            .field("dispatcher", &self.dispatcher)
             .finish()
     }
 }
@@ -237,6 +301,23 @@ where
     K::DynamicType: Eq + Hash + Clone + Default,
 {
     let writer = Writer::<K>::default();
+    (writer.as_reader(), writer)
+}
+
+/// A new shared store and its writer, for a type whose `DynamicType` has a default, as
+/// kube-runtime 5.0's `reflector::store_shared`: see [`Writer::new_shared`] (`buf_size`
+/// objects wait for the slowest subscriber) and [`Writer::subscribe`].
+///
+/// # Panics
+/// If `buf_size` is 0, as kube's.
+#[cfg(feature = "unstable-runtime-subscribe")]
+#[must_use]
+pub fn store_shared<K>(buf_size: usize) -> (Store<K>, Writer<K>)
+where
+    K: Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone + Default,
+{
+    let writer = Writer::<K>::new_shared(buf_size, K::DynamicType::default());
     (writer.as_reader(), writer)
 }
 

@@ -75,7 +75,8 @@ pub trait WatchStreamExt: Stream {
     }
 
     /// Applies every event to `writer`'s store and passes it on (a reflector as a
-    /// combinator).
+    /// combinator). As kube's, it does not tell a shared writer's subscribers: use
+    /// [`reflect_shared`](Self::reflect_shared) for that.
     fn reflect<K>(self, writer: Writer<K>) -> Reflect<Self, K>
     where
         Self: Stream<Item = watcher::Result<watcher::Event<K>>> + Sized,
@@ -83,6 +84,22 @@ pub trait WatchStreamExt: Stream {
         K::DynamicType: Eq + Hash + Clone,
     {
         Reflect::new(self, writer)
+    }
+
+    /// [`reflector()`](crate::reflector()) as a combinator, for a shared `writer` (from
+    /// [`store_shared`](crate::reflector::store_shared)), as kube-runtime 5.0's
+    /// `reflect_shared`: applies every event to the store, then sends the applied objects
+    /// to the writer's subscribers ([`ReflectHandle`](crate::reflector::ReflectHandle)s),
+    /// then passes the event on. While the subscribers' buffer is full the stream waits,
+    /// so poll it and every subscriber; errors pass through unsent.
+    #[cfg(feature = "unstable-runtime-subscribe")]
+    fn reflect_shared<K>(self, writer: Writer<K>) -> impl Stream<Item = Self::Item>
+    where
+        Self: Stream<Item = watcher::Result<watcher::Event<K>>> + Sized,
+        K: Resource + Clone + 'static,
+        K::DynamicType: Eq + Hash + Clone,
+    {
+        crate::reflector(writer, self)
     }
 }
 

@@ -270,3 +270,33 @@ pub fn describe_object(item: &Result<ConfigMap, Error>) -> String {
         Err(err) => describe_error(err),
     }
 }
+
+/// Spawns a task on `host` (not run yet) that logs every item of `stream` with `describe`,
+/// then `END`; returns the log. For streams that run beside a [`Driver`]'s.
+pub fn spawn_logged<S>(
+    host: &FakeHost,
+    stream: S,
+    describe: impl Fn(&S::Item) -> String + 'static,
+) -> Rc<RefCell<Vec<String>>>
+where
+    S: Stream + 'static,
+{
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let seen = log.clone();
+    // Detached: it runs until the stream ends or the fake host is replaced.
+    let _task = host.spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = stream.next().await {
+            seen.borrow_mut().push(describe(&item));
+        }
+        seen.borrow_mut().push("END".to_string());
+    });
+    log
+}
+
+/// Takes the lines of `log`, sorted.
+pub fn take_sorted(log: &Rc<RefCell<Vec<String>>>) -> Vec<String> {
+    let mut lines: Vec<String> = log.borrow_mut().drain(..).collect();
+    lines.sort();
+    lines
+}
