@@ -26,7 +26,6 @@
 //! requests go through `kube-wasm-client`'s [`Api`](kube_wasm_client::Api); the streams
 //! and futures keep kube-runtime's `Send` bounds, so they can be moved into `tokio::spawn`.
 //!
-//!
 //! # Features
 //!
 //! kube-runtime 5.0's unstable features, gating the same items (`kube-wasm`'s
