@@ -57,4 +57,9 @@ export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
 export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"
 
 step "end to end: wasm modules in the host shim against the real apiserver"
-cargo test -p kube-wasm-e2e
+# The e2e test targets selected within the whole workspace (not `-p kube-wasm-e2e`): cargo
+# resolves features per invocation, so this reuses everything built above instead of building
+# kube a second time with the e2e crate's features alone.
+e2e_tests=()
+for test in e2e/tests/*.rs; do e2e_tests+=(--test "$(basename "$test" .rs)"); done
+cargo test --workspace "${e2e_tests[@]}"
