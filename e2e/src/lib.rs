@@ -183,25 +183,24 @@ impl Program {
 
     /// Sends SIGTERM (the host's stop request) and waits up to `timeout` for the exit.
     pub fn terminate(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
-        let status = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .context("kill -TERM")?;
-        anyhow::ensure!(status.success(), "kill -TERM failed");
-        self.wait(timeout)
+        self.signal("-TERM", timeout)
     }
 
     /// Sends SIGINT (Ctrl-C) and waits up to `timeout` for the exit. A native build that
     /// stops on `tokio::signal::ctrl_c` listens for SIGINT only (SIGTERM kills it); the host
     /// shim treats SIGINT as a stop request too.
     pub fn interrupt(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        self.signal("-INT", timeout)
+    }
+
+    /// Sends `signal` (a `kill` option such as `-TERM`), then waits up to `timeout`.
+    fn signal(&mut self, signal: &str, timeout: Duration) -> anyhow::Result<ExitStatus> {
         let status = Command::new("kill")
-            .arg("-INT")
+            .arg(signal)
             .arg(self.child.id().to_string())
             .status()
-            .context("kill -INT")?;
-        anyhow::ensure!(status.success(), "kill -INT failed");
+            .with_context(|| format!("kill {signal}"))?;
+        anyhow::ensure!(status.success(), "kill {signal} failed");
         self.wait(timeout)
     }
 
