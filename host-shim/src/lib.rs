@@ -8,22 +8,31 @@
 //! over `kube::Client`, so authentication and TLS always come from kube.
 
 pub mod abi;
+pub mod backoff;
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod host;
+pub mod manifest;
+pub mod memory_cap;
 pub mod module;
 pub mod ops;
+pub mod options;
 pub mod output;
+pub mod restart;
 pub mod state;
 pub mod stop;
 pub mod supervisor;
+pub mod units;
 pub mod upstream;
 pub mod wasi;
 
 pub use host::{Host, Settings};
 pub use module::{LoadedModule, ModuleError, ModuleOutcome};
+pub use options::ModuleOptions;
 pub use output::OutputTarget;
+pub use restart::RestartPolicy;
 pub use stop::{Phase, StopHandle};
 pub use supervisor::{ModuleReport, Supervisor};
 pub use upstream::Upstream;
