@@ -53,6 +53,7 @@ struct Plan {
     cache_dir: Option<PathBuf>,
     backoff: Backoff,
     request_timeout: Option<Duration>,
+    entry_deadline: Option<Duration>,
     largest_memory: u64,
 }
 
@@ -89,6 +90,7 @@ impl Plan {
                 cache_dir: default_cache(),
                 backoff: Backoff::default(),
                 request_timeout: None,
+                entry_deadline: None,
                 largest_memory: MAX_MEMORY_LIMIT,
             });
         };
@@ -118,6 +120,7 @@ impl Plan {
             cache_dir,
             backoff: manifest.backoff,
             request_timeout: manifest.request_timeout,
+            entry_deadline: manifest.entry_deadline,
             largest_memory,
         })
     }
@@ -153,6 +156,9 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
             request_timeout: plan.request_timeout.or(OpLimits::default().request_timeout),
             ..OpLimits::default()
         },
+        entry_deadline: plan
+            .entry_deadline
+            .unwrap_or(Settings::default().entry_deadline),
         ..Settings::default()
     };
     let host = Host::new(upstream, settings)?;

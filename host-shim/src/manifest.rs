@@ -3,6 +3,7 @@
 //! ```yaml
 //! cacheDir: /var/cache/kube-wasm     # optional: precompiled modules (see `cache`)
 //! requestTimeout: 60s                # optional: longest wait for an HTTP response head
+//! entryDeadline: 10s                 # optional: longest single call into a module
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
 //!   max: 5m
@@ -46,6 +47,8 @@ pub struct Manifest {
     pub cache_dir: Option<PathBuf>,
     /// Longest wait for the response head of an `http_request` (`requestTimeout`).
     pub request_timeout: Option<Duration>,
+    /// Longest single call into a module before it is ended (`entryDeadline`).
+    pub entry_deadline: Option<Duration>,
     /// Restart delays of failed modules (`backoff`).
     pub backoff: Backoff,
     /// The modules, in manifest order (at least one).
@@ -119,6 +122,7 @@ impl fmt::Display for Problems<'_> {
 struct RawManifest {
     cache_dir: Option<String>,
     request_timeout: Option<String>,
+    entry_deadline: Option<String>,
     backoff: Option<RawBackoff>,
     #[serde(default)]
     modules: Vec<RawModule>,
@@ -209,6 +213,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         }
     };
     let request_timeout = duration("requestTimeout", raw.request_timeout);
+    let entry_deadline = duration("entryDeadline", raw.entry_deadline);
     let mut backoff = Backoff::default();
     if let Some(b) = raw.backoff {
         backoff.initial = duration("backoff.initial", b.initial).unwrap_or(backoff.initial);
@@ -238,6 +243,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
     Manifest {
         cache_dir: raw.cache_dir.map(|dir| base.join(dir)),
         request_timeout,
+        entry_deadline,
         backoff,
         modules,
     }
@@ -359,6 +365,7 @@ mod tests {
             r#"
 cacheDir: cache
 requestTimeout: 30s
+entryDeadline: 2s
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
   - name: mirror-a
@@ -376,6 +383,7 @@ modules:
         let base = Path::new(env!("CARGO_MANIFEST_DIR"));
         assert_eq!(manifest.cache_dir, Some(base.join("cache")));
         assert_eq!(manifest.request_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(manifest.entry_deadline, Some(Duration::from_secs(2)));
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0];
