@@ -11,6 +11,7 @@
 //! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs;
 //! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`].
 
+pub mod manifest;
 pub mod state;
 
 use anyhow::{Context, bail};
@@ -160,7 +161,8 @@ impl Program {
         Program::spawn(command, bin)
     }
 
-    fn spawn(mut command: Command, name: &str) -> Program {
+    /// Starts `command` with its output collected; `name` prefixes the echoed lines.
+    pub fn spawn(mut command: Command, name: &str) -> Program {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -179,6 +181,11 @@ impl Program {
             stdout,
             stderr,
         }
+    }
+
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends SIGTERM (the host's stop request) and waits up to `timeout` for the exit.

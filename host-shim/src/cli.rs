@@ -1,4 +1,5 @@
-//! The command line: `host-shim run [OPTIONS] MODULE.wasm...`.
+//! The command line: `host-shim run [OPTIONS] MODULE.wasm...` or
+//! `host-shim run [OPTIONS] --manifest host.yaml`.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -19,8 +20,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run one or more controller modules until they exit or the host is stopped
-    /// (SIGINT/SIGTERM). Exits 0 if every module exited with status 0, else 1.
+    /// Run controller modules, given as files or in a manifest, until they exit for good or
+    /// the host is stopped (SIGINT/SIGTERM). Exits 0 if every module exited with status 0,
+    /// else 1.
     Run(RunArgs),
 }
 
@@ -40,12 +42,28 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     pub stop_timeout: u64,
 
-    /// Extra environment variable for every module (repeatable).
+    /// Extra environment variable for every module (repeatable); a manifest module's own
+    /// `env` overrides it.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_pair)]
     pub env: Vec<(String, String)>,
 
-    /// The modules to run; each is named after its file stem.
-    #[arg(value_name = "MODULE.wasm", required = true)]
+    /// Run the modules a YAML manifest lists, each with its own environment, arguments,
+    /// namespace, memory limit and restart policy (see the host-shim README).
+    #[arg(long, value_name = "PATH", conflicts_with = "modules")]
+    pub manifest: Option<PathBuf>,
+
+    /// Folder of precompiled modules (default: the manifest's `cacheDir`, else
+    /// $XDG_CACHE_HOME/kube-wasm/host-shim or ~/.cache/kube-wasm/host-shim).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Compile every module instead of using the cache of precompiled modules.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+
+    /// The modules to run, each named after its file stem and never restarted (use a
+    /// manifest for more).
+    #[arg(value_name = "MODULE.wasm", required_unless_present = "manifest")]
     pub modules: Vec<PathBuf>,
 }
 
@@ -146,6 +164,30 @@ mod tests {
         assert!(
             Cli::try_parse_from(["host-shim", "run"]).is_err(),
             "a module is required"
+        );
+    }
+
+    #[test]
+    fn run_takes_a_manifest_instead_of_modules() {
+        let cli =
+            Cli::try_parse_from(["host-shim", "run", "--manifest", "host.yaml"]).expect("parses");
+        let Command::Run(args) = cli.command;
+        assert_eq!(args.manifest, Some(PathBuf::from("host.yaml")));
+        assert!(args.modules.is_empty());
+        assert!(
+            Cli::try_parse_from(["host-shim", "run", "--manifest", "h.yaml", "a.wasm"]).is_err(),
+            "a manifest and module files do not mix"
+        );
+        assert!(
+            Cli::try_parse_from([
+                "host-shim",
+                "run",
+                "--no-cache",
+                "--cache-dir",
+                "/c",
+                "a.wasm"
+            ])
+            .is_err()
         );
     }
 }

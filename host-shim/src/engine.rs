@@ -4,17 +4,52 @@
 use std::path::Path;
 use std::time::Duration;
 
-use wasmtime::{Config, Engine, EngineWeak, Module};
+use wasmtime::{
+    Config, Engine, EngineWeak, InstanceAllocationStrategy, Module, PoolingAllocationConfig,
+};
+
+/// The size of a pooling instance allocator: how many modules may be instantiated at once
+/// and how large one linear memory may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSize {
+    /// Instances (and memories, tables, fiber stacks) the pool holds: at least the number of
+    /// modules that run at once. A module's slot is returned when its store is dropped,
+    /// before it is restarted.
+    pub instances: u32,
+    /// The largest linear memory in bytes (at most 4 GiB, the wasm32 limit): the largest
+    /// memory limit of any module.
+    pub max_memory_bytes: u64,
+}
 
 /// A wasmtime engine for kube-wasm modules: Cranelift, async calls (guests run on fibers
-/// inside tokio tasks) and epoch interruption (so a guest looping inside one entry can be
-/// stopped).
+/// inside tokio tasks), epoch interruption (so a guest looping inside one entry can be
+/// stopped) and copy-on-write memory initialisation (a module's data segments are mapped,
+/// not copied, at each instantiation). With a `pool`, instances come from wasmtime's
+/// pooling allocator: memories and stacks are reserved once and reused, so instantiating
+/// (and restarting) a module costs a few page-table updates rather than fresh mappings.
 ///
 /// # Errors
 /// If wasmtime rejects the configuration on this platform.
-pub fn new_engine() -> wasmtime::Result<Engine> {
+pub fn new_engine(pool: Option<PoolSize>) -> wasmtime::Result<Engine> {
     let mut config = Config::new();
     config.epoch_interruption(true);
+    config.memory_init_cow(true);
+    if let Some(pool) = pool {
+        let mut pooling = PoolingAllocationConfig::new();
+        let n = pool.instances.max(1);
+        let max_memory = usize::try_from(pool.max_memory_bytes.min(4 << 30)).unwrap_or(usize::MAX);
+        pooling
+            .total_core_instances(n)
+            .total_memories(n)
+            .total_tables(n)
+            .total_stacks(n)
+            .max_memories_per_module(1)
+            .max_tables_per_module(1)
+            // Rust modules with many trait objects have large function tables.
+            .table_elements(1 << 17)
+            .max_memory_size(max_memory);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+    }
     Engine::new(&config)
 }
 

@@ -1,14 +1,19 @@
 //! The host: one wasmtime engine, one linker with WASI and the `kube_wasm_v1` imports, one
 //! upstream client, and the settings every module runs with.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sha2::{Digest as _, Sha256};
 use wasmtime::{Engine, Linker};
 
-use crate::engine::{self, EpochTicker};
+use crate::backoff::Backoff;
+use crate::cache::{ModuleCache, Source};
+use crate::engine::{self, EpochTicker, PoolSize};
 use crate::module::{self, LoadedModule, ModuleError, ModuleOutcome};
+use crate::options::ModuleOptions;
 use crate::output::OutputTarget;
 use crate::state::{HostState, OpLimits};
 use crate::stop::StopHandle;
@@ -32,6 +37,13 @@ pub struct Settings {
     pub output: OutputTarget,
     /// How many completions may wait for delivery per module before op tasks wait.
     pub completion_queue: usize,
+    /// Instances from a pooling allocator of this size; `None`: allocated on demand.
+    pub pool: Option<PoolSize>,
+    /// Where precompiled modules are cached (see [`crate::cache`]); `None`: compile every
+    /// time. A folder that cannot be used is reported and compiling goes on without it.
+    pub cache_dir: Option<PathBuf>,
+    /// Restart delays of modules whose policy restarts them.
+    pub backoff: Backoff,
 }
 
 impl Default for Settings {
@@ -43,6 +55,9 @@ impl Default for Settings {
             env: Vec::new(),
             output: OutputTarget::Inherit,
             completion_queue: 256,
+            pool: None,
+            cache_dir: None,
+            backoff: Backoff::default(),
         }
     }
 }
@@ -61,6 +76,10 @@ pub(crate) struct HostInner {
     pub(crate) linker: Linker<HostState>,
     pub(crate) upstream: Upstream,
     pub(crate) settings: Settings,
+    cache: Option<ModuleCache>,
+    /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
+    /// distinct wasm, shared by every module using it.
+    compiled: Mutex<HashMap<[u8; 32], LoadedModule>>,
     _ticker: EpochTicker,
 }
 
@@ -76,8 +95,8 @@ impl Host {
     /// # Errors
     /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
     pub fn new(upstream: Upstream, settings: Settings) -> anyhow::Result<Self> {
-        let engine =
-            engine::new_engine().map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
+        let engine = engine::new_engine(settings.pool)
+            .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| {
             &mut state.wasi
@@ -86,12 +105,24 @@ impl Host {
         crate::abi::add_to_linker(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking the kube-wasm ABI: {e:?}"))?;
         let ticker = EpochTicker::start(&engine, settings.epoch_tick)?;
+        let cache = settings
+            .cache_dir
+            .as_deref()
+            .and_then(|dir| match ModuleCache::open(dir) {
+                Ok(cache) => Some(cache),
+                Err(err) => {
+                    tracing::warn!("not caching compiled modules: {err}");
+                    None
+                }
+            });
         Ok(Self {
             inner: Arc::new(HostInner {
                 engine,
                 linker,
                 upstream,
                 settings,
+                cache,
+                compiled: Mutex::new(HashMap::new()),
                 _ticker: ticker,
             }),
         })
@@ -113,19 +144,46 @@ impl Host {
     /// # Errors
     /// [`ModuleError::Compile`] if the file cannot be read or is not valid wasm.
     pub fn load_file(&self, name: &str, path: &Path) -> Result<LoadedModule, ModuleError> {
-        let module = engine::compile_file(&self.inner.engine, path)
-            .map_err(|e| ModuleError::Compile(format!("{}: {e:?}", path.display())))?;
-        Ok(LoadedModule::new(name, module))
+        let bytes = std::fs::read(path)
+            .map_err(|e| ModuleError::Compile(format!("{}: {e}", path.display())))?;
+        self.load_bytes(name, &bytes).map_err(|err| match err {
+            ModuleError::Compile(reason) => {
+                ModuleError::Compile(format!("{}: {reason}", path.display()))
+            }
+            other => other,
+        })
     }
 
-    /// Compiles a module from wasm bytes under `name`.
+    /// The module for wasm `bytes`, under `name` with default [`ModuleOptions`]. Each
+    /// distinct wasm is compiled (or taken from the cache, see [`Settings::cache_dir`]) and
+    /// pre-instantiated once per host; loading the same bytes again shares that work.
+    /// CPU-bound on first use: call it from a blocking thread for big modules.
     ///
     /// # Errors
     /// [`ModuleError::Compile`] if the bytes are not valid wasm.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<LoadedModule, ModuleError> {
-        let module = engine::compile_bytes(&self.inner.engine, bytes)
-            .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
-        Ok(LoadedModule::new(name, module))
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        if let Some(known) = self.compiled().get(&digest) {
+            return Ok(known.named(name, ModuleOptions::default()));
+        }
+        let inner = &self.inner;
+        let (module, source) = match &inner.cache {
+            Some(cache) => cache.load_or_compile(&inner.engine, bytes),
+            None => engine::compile_bytes(&inner.engine, bytes).map(|m| (m, Source::Compiled)),
+        }
+        .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
+        tracing::debug!(module = name, ?source, "module ready");
+        let loaded = LoadedModule::new(name, module, &inner.linker);
+        self.compiled().insert(digest, loaded.clone());
+        Ok(loaded)
+    }
+
+    fn compiled(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], LoadedModule>> {
+        // The map is only inserted into; a panic elsewhere cannot leave it inconsistent.
+        self.inner
+            .compiled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Runs one module until it exits or is ended, following `stop`. Only this module is

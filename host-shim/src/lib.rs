@@ -6,24 +6,42 @@
 //! `Store` (whose data is a [`state::HostState`]); the [`supervisor`] runs them all and handles
 //! stopping. Every request to the API server goes through [`upstream::Upstream`], a thin layer
 //! over `kube::Client`, so authentication and TLS always come from kube.
+//!
+//! Many modules share one host: a [`manifest`] lists them with their [`ModuleOptions`]
+//! (environment, arguments, namespace, memory cap, [`RestartPolicy`]). Each distinct wasm is
+//! compiled once (or loaded from the host's own [`cache`] of precompiled modules) and
+//! pre-instantiated once; instances come from wasmtime's pooling allocator with copy-on-write
+//! memory initialisation ([`engine`]). A module is isolated by its memory cap
+//! ([`memory_cap`]), the per-entry epoch deadline, the HTTP response timeout
+//! ([`state::OpLimits`]); whatever ends it releases all its ops, and the supervisor restarts
+//! it with [`backoff`] if its policy says so.
 
 pub mod abi;
+pub mod backoff;
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod host;
+pub mod manifest;
+pub mod memory_cap;
 pub mod module;
 pub mod ops;
+pub mod options;
 pub mod output;
+pub mod restart;
 pub mod state;
 pub mod stop;
 pub mod supervisor;
+pub mod units;
 pub mod upstream;
 pub mod wasi;
 
 pub use host::{Host, Settings};
 pub use module::{LoadedModule, ModuleError, ModuleOutcome};
+pub use options::ModuleOptions;
 pub use output::OutputTarget;
+pub use restart::RestartPolicy;
 pub use stop::{Phase, StopHandle};
 pub use supervisor::{ModuleReport, Supervisor};
 pub use upstream::Upstream;

@@ -1,16 +1,21 @@
 //! `host-shim`: the command-line edge. See the library crate for how modules run.
 
 use std::io::IsTerminal as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser as _;
+use host_shim::backoff::Backoff;
 use host_shim::cli::{Cli, Command, RunArgs, module_names};
 use host_shim::config::ClusterSource;
+use host_shim::engine::PoolSize;
+use host_shim::manifest::{MAX_MEMORY_LIMIT, Manifest};
 use host_shim::module::ModuleOutcome;
+use host_shim::state::OpLimits;
 use host_shim::supervisor::exit_status;
-use host_shim::{Host, ModuleReport, Settings, StopHandle, Supervisor, Upstream};
+use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor, Upstream};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -42,12 +47,92 @@ fn main() -> ExitCode {
     }
 }
 
+/// What to run: the modules of a manifest, or the module files of the command line.
+struct Plan {
+    modules: Vec<PlannedModule>,
+    cache_dir: Option<PathBuf>,
+    backoff: Backoff,
+    request_timeout: Option<Duration>,
+    entry_deadline: Option<Duration>,
+    largest_memory: u64,
+}
+
+struct PlannedModule {
+    name: String,
+    wasm: PathBuf,
+    options: ModuleOptions,
+}
+
+impl Plan {
+    /// Reads and validates the manifest, if any, before anything else happens.
+    fn from_args(args: &RunArgs) -> anyhow::Result<Self> {
+        let default_cache = || {
+            if args.no_cache {
+                None
+            } else {
+                args.cache_dir
+                    .clone()
+                    .or_else(host_shim::cache::default_dir)
+            }
+        };
+        let Some(path) = &args.manifest else {
+            let names = module_names(&args.modules);
+            return Ok(Self {
+                modules: names
+                    .into_iter()
+                    .zip(&args.modules)
+                    .map(|(name, wasm)| PlannedModule {
+                        name,
+                        wasm: wasm.clone(),
+                        options: ModuleOptions::default(),
+                    })
+                    .collect(),
+                cache_dir: default_cache(),
+                backoff: Backoff::default(),
+                request_timeout: None,
+                entry_deadline: None,
+                largest_memory: MAX_MEMORY_LIMIT,
+            });
+        };
+        let manifest = Manifest::load(path)?;
+        let largest_memory = manifest.largest_memory_limit();
+        let cache_dir = match (&args.cache_dir, args.no_cache) {
+            (_, true) => None,
+            (Some(dir), false) => Some(dir.clone()),
+            (None, false) => manifest.cache_dir.clone().or_else(default_cache),
+        };
+        Ok(Self {
+            modules: manifest
+                .modules
+                .into_iter()
+                .map(|spec| PlannedModule {
+                    options: ModuleOptions {
+                        args: spec.args,
+                        env: spec.env,
+                        namespace: spec.namespace,
+                        memory_limit: usize::try_from(spec.memory_limit).ok(),
+                        restart: spec.restart,
+                    },
+                    name: spec.name,
+                    wasm: spec.wasm,
+                })
+                .collect(),
+            cache_dir,
+            backoff: manifest.backoff,
+            request_timeout: manifest.request_timeout,
+            entry_deadline: manifest.entry_deadline,
+            largest_memory,
+        })
+    }
+}
+
 async fn run(args: RunArgs) -> anyhow::Result<u8> {
     // Listen for signals first: a SIGTERM while modules compile is a stop request too.
     let stop = StopHandle::new();
     let signals = Signals::install().context("listening for SIGINT/SIGTERM")?;
     tokio::spawn(signals.forward(stop.clone()));
 
+    let plan = Plan::from_args(&args)?;
     let source = ClusterSource {
         kubeconfig: args.kubeconfig,
         context: args.context,
@@ -61,30 +146,54 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     );
     let settings = Settings {
         env: args.env,
+        pool: Some(PoolSize {
+            instances: u32::try_from(plan.modules.len()).unwrap_or(u32::MAX),
+            max_memory_bytes: plan.largest_memory,
+        }),
+        cache_dir: plan.cache_dir,
+        backoff: plan.backoff,
+        limits: OpLimits {
+            request_timeout: plan.request_timeout.or(OpLimits::default().request_timeout),
+            ..OpLimits::default()
+        },
+        entry_deadline: plan
+            .entry_deadline
+            .unwrap_or(Settings::default().entry_deadline),
         ..Settings::default()
     };
     let host = Host::new(upstream, settings)?;
 
-    let names = module_names(&args.modules);
+    let started = Instant::now();
     let mut loaded = Vec::new();
     let mut reports = Vec::new();
-    for (name, path) in names.into_iter().zip(args.modules) {
+    for planned in plan.modules {
         let compiler = host.clone();
+        let PlannedModule {
+            name,
+            wasm,
+            options,
+        } = planned;
         let task_name = name.clone();
-        let compiled = tokio::task::spawn_blocking(move || compiler.load_file(&task_name, &path))
+        let compiled = tokio::task::spawn_blocking(move || compiler.load_file(&task_name, &wasm))
             .await
             .context("the compile task failed")?;
         match compiled {
-            Ok(module) => loaded.push(module),
+            Ok(module) => loaded.push(module.with_options(options)),
             Err(err) => {
                 tracing::error!("module `{name}` {err}");
                 reports.push(ModuleReport {
                     name,
                     outcome: ModuleOutcome::Failed(err),
+                    restarts: 0,
                 });
             }
         }
     }
+    tracing::info!(
+        "{} module(s) ready to start in {:?}",
+        loaded.len(),
+        started.elapsed()
+    );
 
     let supervisor =
         Supervisor::with_stop_handle(host, Duration::from_secs(args.stop_timeout), stop);

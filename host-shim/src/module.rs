@@ -27,22 +27,28 @@ use std::time::Duration;
 use kube_wasm_abi::names::{EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_COMPLETE, EXPORT_START};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument as _;
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{InstancePre, Linker, Store, UpdateDeadline};
 use wasmtime_wasi::I32Exit;
 
 use crate::abi::exports::{GuestExports, Incompatible, check_imports, check_version};
 use crate::abi::{BadAbiCall, memory, op_to_wasm};
 use crate::host::Host;
+use crate::memory_cap::{MemoryCap, MemoryLimitExceeded};
 use crate::ops::{Delivery, OpTable};
+use crate::options::ModuleOptions;
 use crate::state::{HostState, OpContext};
 use crate::stop::{Phase, StopHandle};
 use crate::wasi;
 
-/// A compiled module with its name in the host, ready to run.
+/// A compiled module with its name in the host and its options, ready to run (and to run
+/// again: the module is pre-instantiated once, see [`InstancePre`]). Cheap to clone.
 #[derive(Clone)]
 pub struct LoadedModule {
     name: String,
     module: wasmtime::Module,
+    /// The module with its imports resolved against the host's linker, or why that failed.
+    pre: Result<InstancePre<HostState>, ModuleError>,
+    options: ModuleOptions,
 }
 
 impl fmt::Debug for LoadedModule {
@@ -54,11 +60,45 @@ impl fmt::Debug for LoadedModule {
 }
 
 impl LoadedModule {
-    pub(crate) fn new(name: &str, module: wasmtime::Module) -> Self {
+    pub(crate) fn new(name: &str, module: wasmtime::Module, linker: &Linker<HostState>) -> Self {
+        let pre = check_imports(&module)
+            .map_err(ModuleError::from)
+            .and_then(|()| {
+                linker
+                    .instantiate_pre(&module)
+                    .map_err(|e| ModuleError::Instantiate(format!("{e:?}")))
+            });
         Self {
             name: name.to_owned(),
             module,
+            pre,
+            options: ModuleOptions::default(),
         }
+    }
+
+    /// The same compiled module under another `name` with other `options` (shares the
+    /// compiled code and the pre-instantiation).
+    pub fn named(&self, name: &str, options: ModuleOptions) -> Self {
+        Self {
+            name: name.to_owned(),
+            options,
+            ..self.clone()
+        }
+    }
+
+    /// This module with `options`.
+    pub fn with_options(self, options: ModuleOptions) -> Self {
+        Self { options, ..self }
+    }
+
+    /// Its options.
+    pub fn options(&self) -> &ModuleOptions {
+        &self.options
+    }
+
+    /// Whether `other` shares this module's compiled code.
+    pub fn shares_code_with(&self, other: &LoadedModule) -> bool {
+        wasmtime::Module::same(&self.module, &other.module)
     }
 
     /// The module's name in the host (the prefix of its output, `KUBE_WASM_MODULE`).
@@ -100,6 +140,9 @@ pub enum ModuleError {
         /// The deadline.
         deadline: Duration,
     },
+    /// A linear memory tried to grow past the module's memory limit.
+    #[error("{0}")]
+    MemoryLimit(MemoryLimitExceeded),
     /// `kube_wasm_alloc` returned 0.
     #[error("is out of memory: `kube_wasm_alloc({len})` returned 0")]
     AllocFailed {
@@ -207,16 +250,28 @@ async fn run_inner(
     stop: &StopHandle,
     name: Arc<str>,
 ) -> ModuleOutcome {
-    if let Err(err) = check_imports(&module.module) {
-        return ModuleOutcome::Failed(err.into());
-    }
+    let pre = match &module.pre {
+        Ok(pre) => pre.clone(),
+        Err(err) => return ModuleOutcome::Failed(err.clone()),
+    };
     let inner = &host.inner;
     let settings = &inner.settings;
-    let env = wasi::module_env(&name, &inner.upstream, &settings.env);
+    let options = &module.options;
+    let namespace = options
+        .namespace
+        .as_deref()
+        .unwrap_or(inner.upstream.default_namespace());
+    let env = wasi::module_env(
+        &name,
+        namespace,
+        inner.upstream.cluster_url(),
+        settings.env.iter().chain(&options.env),
+    );
     let (tx, rx) = mpsc::channel(settings.completion_queue.max(1));
     let state = HostState {
         name: name.clone(),
-        wasi: wasi::module_wasi(&name, &env, &settings.output),
+        wasi: wasi::module_wasi(&name, &options.args, &env, &settings.output),
+        memory_cap: MemoryCap::new(options.memory_limit),
         ops: OpTable::new(),
         ctx: OpContext {
             upstream: inner.upstream.clone(),
@@ -231,6 +286,7 @@ async fn run_inner(
         entry_deadline: settings.entry_deadline,
     };
     let mut store = Store::new(&inner.engine, state);
+    store.limiter(|state| &mut state.memory_cap);
     store.epoch_deadline_callback(|mut cx| {
         let state = cx.data_mut();
         state.entry_ticks += 1;
@@ -252,7 +308,7 @@ async fn run_inner(
         phase: stop.subscribe(),
         name,
     };
-    let outcome = running.drive(host, &module).await;
+    let outcome = running.drive(&pre).await;
     running.finish();
     outcome
 }
@@ -267,22 +323,17 @@ struct Running {
 }
 
 impl Running {
-    async fn drive(&mut self, host: &Host, module: &LoadedModule) -> ModuleOutcome {
-        if let Err(outcome) = self.start(host, module).await {
+    async fn drive(&mut self, pre: &InstancePre<HostState>) -> ModuleOutcome {
+        if let Err(outcome) = self.start(pre).await {
             return outcome;
         }
         self.event_loop().await
     }
 
     /// Instantiates the module, checks its ABI version and runs `_start`.
-    async fn start(&mut self, host: &Host, module: &LoadedModule) -> Result<(), ModuleOutcome> {
+    async fn start(&mut self, pre: &InstancePre<HostState>) -> Result<(), ModuleOutcome> {
         self.arm_deadline();
-        let instance = match host
-            .inner
-            .linker
-            .instantiate_async(&mut self.store, &module.module)
-            .await
-        {
+        let instance = match pre.instantiate_async(&mut self.store).await {
             Ok(instance) => instance,
             Err(err) => {
                 return Err(
@@ -443,6 +494,9 @@ fn guest_failure(
     }
     if let Some(bad) = err.downcast_ref::<BadAbiCall>() {
         return Some(ModuleOutcome::Failed(ModuleError::BadAbiCall(bad.clone())));
+    }
+    if let Some(over) = err.downcast_ref::<MemoryLimitExceeded>() {
+        return Some(ModuleOutcome::Failed(ModuleError::MemoryLimit(*over)));
     }
     if err.downcast_ref::<EntryDeadlineExceeded>().is_some() {
         return Some(ModuleOutcome::Failed(ModuleError::DeadlineExceeded {

@@ -8,6 +8,7 @@ use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
 use wasmtime_wasi::p1::WasiP1Ctx;
 
+use crate::memory_cap::MemoryCap;
 use crate::ops::{Delivery, OpTable};
 use crate::stop::Phase;
 use crate::upstream::Upstream;
@@ -19,6 +20,10 @@ pub struct OpLimits {
     pub max_line_bytes: usize,
     /// Largest whole response body the host passes on, in bytes.
     pub max_body_bytes: usize,
+    /// Longest wait for the response head of an `http_request` (not of a `watch`, which is
+    /// long-lived by design); past it the op completes with an `error` of code `timeout`.
+    /// `None`: only kube's own connect and read timeouts apply.
+    pub request_timeout: Option<Duration>,
 }
 
 impl Default for OpLimits {
@@ -26,6 +31,8 @@ impl Default for OpLimits {
         Self {
             max_line_bytes: 16 * 1024 * 1024,
             max_body_bytes: 512 * 1024 * 1024,
+            // The apiserver's own `--request-timeout` default.
+            request_timeout: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -52,6 +59,8 @@ pub struct HostState {
     pub name: Arc<str>,
     /// WASI preview 1 (stdio, environment, clocks, random; no files, no sockets).
     pub wasi: WasiP1Ctx,
+    /// The module's memory cap (the store's resource limiter).
+    pub memory_cap: MemoryCap,
     /// The module's live ops.
     pub ops: OpTable,
     /// What op tasks need.

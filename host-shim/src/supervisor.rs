@@ -1,6 +1,12 @@
-//! Runs every module concurrently, one tokio task each, and stops them (SPEC.md,
-//! "Lifecycle", step 6): on a stop request, `stop_signal` ops complete and modules get
-//! [`Supervisor::stop_timeout`] to exit; then every module still running is ended.
+//! Runs every module concurrently, one tokio task each (no thread per module: a module's
+//! task sleeps until one of its ops completes), restarts the ones whose
+//! [`RestartPolicy`](crate::restart::RestartPolicy) says so after a [`Backoff`] delay, and
+//! stops them (SPEC.md, "Lifecycle", step 6): on a stop request, `stop_signal` ops complete
+//! and modules get [`Supervisor::stop_timeout`] to exit; then every module still running is
+//! ended. A module's end, whatever the cause, releases all its ops (requests, watches,
+//! timers) before it is restarted; the other modules are not affected.
+//!
+//! [`Backoff`]: crate::backoff::Backoff
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -8,6 +14,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::backoff::BackoffState;
 use crate::host::Host;
 use crate::module::{LoadedModule, ModuleError, ModuleOutcome};
 use crate::stop::{Phase, StopHandle};
@@ -17,8 +24,10 @@ use crate::stop::{Phase, StopHandle};
 pub struct ModuleReport {
     /// The module's name.
     pub name: String,
-    /// How it ended.
+    /// How its last run ended.
     pub outcome: ModuleOutcome,
+    /// How many times it was restarted.
+    pub restarts: u32,
 }
 
 /// The host's exit status for these reports: 0 if every module exited with status 0, else 1.
@@ -72,10 +81,10 @@ impl Supervisor {
         for (index, module) in modules.into_iter().enumerate() {
             let host = self.host.clone();
             let stop = self.stop.clone();
-            let handle = tasks.spawn(async move { host.run_module(module, &stop).await });
+            let handle = tasks.spawn(supervise(host, module, stop));
             index_of_task.insert(handle.id(), index);
         }
-        let mut outcomes: Vec<Option<ModuleOutcome>> = vec![None; names.len()];
+        let mut outcomes: Vec<Option<(ModuleOutcome, u32)>> = vec![None; names.len()];
         let mut phase = self.stop.subscribe();
         let mut phase_open = true;
         let mut kill_at: Option<Instant> = None;
@@ -97,7 +106,7 @@ impl Supervisor {
                     Some(Err(err)) => {
                         if let Some(&index) = index_of_task.get(&err.id()) {
                             tracing::error!("the task of module `{}` failed: {err}", names[index]);
-                            outcomes[index] = Some(ModuleOutcome::Failed(ModuleError::Internal(err.to_string())));
+                            outcomes[index] = Some((ModuleOutcome::Failed(ModuleError::Internal(err.to_string())), 0));
                         }
                     }
                 },
@@ -111,12 +120,44 @@ impl Supervisor {
         names
             .into_iter()
             .zip(outcomes)
-            .map(|(name, outcome)| ModuleReport {
-                name,
-                outcome: outcome.unwrap_or_else(|| {
-                    ModuleOutcome::Failed(ModuleError::Internal("the module task vanished".into()))
-                }),
+            .map(|(name, outcome)| {
+                let (outcome, restarts) = outcome.unwrap_or_else(|| {
+                    let vanished = ModuleError::Internal("the module task vanished".into());
+                    (ModuleOutcome::Failed(vanished), 0)
+                });
+                ModuleReport {
+                    name,
+                    outcome,
+                    restarts,
+                }
             })
             .collect()
+    }
+}
+
+/// Runs `module` until it ends for good: restarts it, after the backoff delay, while its
+/// restart policy asks for it and the host is running. Returns its last outcome and how many
+/// times it was restarted.
+async fn supervise(host: Host, module: LoadedModule, stop: StopHandle) -> (ModuleOutcome, u32) {
+    let policy = module.options().restart;
+    let mut backoff = BackoffState::new(host.settings().backoff);
+    let mut phase = stop.subscribe();
+    let mut restarts = 0;
+    loop {
+        let started = Instant::now();
+        let outcome = host.run_module(module.clone(), &stop).await;
+        if stop.phase() != Phase::Running || !policy.restarts_after(&outcome) {
+            return (outcome, restarts);
+        }
+        let delay = backoff.delay_after(started.elapsed());
+        tracing::warn!(
+            "restarting module `{}` in {delay:?} (restart {}, policy {policy})",
+            module.name(),
+            restarts + 1
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => restarts += 1,
+            _ = phase.wait_for(|p| *p != Phase::Running) => return (outcome, restarts),
+        }
     }
 }

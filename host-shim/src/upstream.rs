@@ -85,6 +85,28 @@ impl Upstream {
     ) -> Result<http::Response<Body>, OpError> {
         self.client.send(request).await.map_err(request_error)
     }
+
+    /// Like [`send`](Self::send), giving up after `timeout` (if any) without a response head.
+    ///
+    /// # Errors
+    /// As [`send`](Self::send); `timeout` if no response head came within `timeout`.
+    pub async fn send_within(
+        &self,
+        request: http::Request<Body>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<http::Response<Body>, OpError> {
+        let Some(timeout) = timeout else {
+            return self.send(request).await;
+        };
+        tokio::time::timeout(timeout, self.send(request))
+            .await
+            .unwrap_or_else(|_| {
+                Err(OpError::new(
+                    ErrorCode::Timeout,
+                    format!("no response from the API server within {timeout:?}"),
+                ))
+            })
+    }
 }
 
 /// Turns an `http_request` envelope and its body into a request relative to the API server

@@ -6,37 +6,41 @@ use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::output::{OutputTarget, PrefixedOutput, Stream};
-use crate::upstream::Upstream;
 
 /// `KUBE_WASM_MODULE`: the module's name in the host.
 pub const ENV_MODULE: &str = "KUBE_WASM_MODULE";
-/// `KUBE_WASM_DEFAULT_NAMESPACE`: the default namespace of the host's kube config.
+/// `KUBE_WASM_DEFAULT_NAMESPACE`: the module's default namespace (its manifest `namespace`,
+/// else the default namespace of the host's kube config).
 pub const ENV_DEFAULT_NAMESPACE: &str = "KUBE_WASM_DEFAULT_NAMESPACE";
 /// `KUBE_WASM_CLUSTER_URL`: the API server URL, for information only.
 pub const ENV_CLUSTER_URL: &str = "KUBE_WASM_CLUSTER_URL";
 
 /// The environment of module `name`: the three `KUBE_WASM_*` variables, then the configured
-/// `extra` pairs. An extra pair cannot override a `KUBE_WASM_*` variable the host sets (it is
-/// left out, with a warning).
-pub fn module_env(
+/// `extra` pairs in order, a later pair replacing an earlier one of the same key (so a
+/// module's own variables override the host-wide `--env` ones). An extra pair cannot
+/// override a `KUBE_WASM_*` variable the host sets (it is left out, with a warning).
+pub fn module_env<'a>(
     name: &str,
-    upstream: &Upstream,
-    extra: &[(String, String)],
+    namespace: &str,
+    cluster_url: &str,
+    extra: impl IntoIterator<Item = &'a (String, String)>,
 ) -> Vec<(String, String)> {
     let mut env = vec![
         (ENV_MODULE.to_owned(), name.to_owned()),
-        (
-            ENV_DEFAULT_NAMESPACE.to_owned(),
-            upstream.default_namespace().to_owned(),
-        ),
-        (
-            ENV_CLUSTER_URL.to_owned(),
-            upstream.cluster_url().to_owned(),
-        ),
+        (ENV_DEFAULT_NAMESPACE.to_owned(), namespace.to_owned()),
+        (ENV_CLUSTER_URL.to_owned(), cluster_url.to_owned()),
     ];
+    let host_set = env.len();
     for (key, value) in extra {
-        if env.iter().any(|(k, _)| k == key) {
-            tracing::warn!(module = name, "--env {key} is ignored: the host sets it");
+        if let Some(index) = env.iter().position(|(k, _)| k == key) {
+            if index < host_set {
+                tracing::warn!(
+                    module = name,
+                    "environment variable {key} is ignored: the host sets it"
+                );
+            } else {
+                env[index].1.clone_from(value);
+            }
             continue;
         }
         env.push((key.clone(), value.clone()));
@@ -44,11 +48,19 @@ pub fn module_env(
     env
 }
 
-/// Builds the WASI context of module `name`: `argv` is just the name, the environment is
-/// `env`, stdout and stderr are prefixed with `[name] ` and go to `output`.
-pub fn module_wasi(name: &str, env: &[(String, String)], output: &OutputTarget) -> WasiP1Ctx {
+/// Builds the WASI context of module `name`: `argv` is the name then `args`, the environment
+/// is `env`, stdout and stderr are prefixed with `[name] ` and go to `output`.
+pub fn module_wasi(
+    name: &str,
+    args: &[String],
+    env: &[(String, String)],
+    output: &OutputTarget,
+) -> WasiP1Ctx {
+    let argv: Vec<&str> = std::iter::once(name)
+        .chain(args.iter().map(String::as_str))
+        .collect();
     WasiCtxBuilder::new()
-        .args(&[name])
+        .args(&argv)
         .envs(env)
         .stdout(PrefixedOutput::new(name, Stream::Stdout, output.clone()))
         .stderr(PrefixedOutput::new(name, Stream::Stderr, output.clone()))

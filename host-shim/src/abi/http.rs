@@ -62,7 +62,7 @@ pub async fn run(
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
     let response = match request {
-        Ok(request) => upstream.send(request).await,
+        Ok(request) => upstream.send_within(request, limits.request_timeout).await,
         Err(err) => Err(err),
     };
     let response = match response {

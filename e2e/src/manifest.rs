@@ -1,0 +1,105 @@
+//! Host manifests for the end-to-end tests: write one listing modules from
+//! `KUBE_WASM_MODULES`, run `host-shim run --manifest`, read the host's resident memory.
+
+use crate::{Program, env_path};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One module entry of a test manifest.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The module's name in the host.
+    pub name: String,
+    /// The program: `KUBE_WASM_MODULES/<program>.wasm`.
+    pub program: String,
+    /// Its default namespace.
+    pub namespace: Option<String>,
+    /// Its environment.
+    pub env: Vec<(String, String)>,
+    /// Its memory limit, e.g. `64Mi`.
+    pub memory: Option<String>,
+}
+
+impl Entry {
+    /// Module `name` running `program`.
+    pub fn new(name: &str, program: &str) -> Self {
+        Self {
+            name: name.into(),
+            program: program.into(),
+            namespace: None,
+            env: Vec::new(),
+            memory: None,
+        }
+    }
+
+    /// In `namespace`.
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// With `key=value` in its environment.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// With a memory limit.
+    pub fn memory(mut self, limit: &str) -> Self {
+        self.memory = Some(limit.into());
+        self
+    }
+}
+
+/// Writes `dir/<file>`: the top-level `settings` lines (YAML, e.g. `entryDeadline: 2s`), a
+/// `cacheDir` inside `dir`, and `entries`. Values are written as JSON strings (valid YAML).
+pub fn write_manifest(dir: &Path, file: &str, settings: &str, entries: &[Entry]) -> PathBuf {
+    let modules = env_path("KUBE_WASM_MODULES");
+    let quote = |s: &str| serde_json::to_string(s).expect("a string serialises");
+    let mut text = format!(
+        "cacheDir: {}\n{settings}\nmodules:\n",
+        quote("module-cache")
+    );
+    for entry in entries {
+        let wasm = modules.join(format!("{}.wasm", entry.program));
+        let _ = writeln!(text, "  - name: {}", quote(&entry.name));
+        let _ = writeln!(text, "    wasm: {}", quote(&wasm.to_string_lossy()));
+        if let Some(ns) = &entry.namespace {
+            let _ = writeln!(text, "    namespace: {}", quote(ns));
+        }
+        if let Some(memory) = &entry.memory {
+            let _ = writeln!(text, "    memory: {}", quote(memory));
+        }
+        if !entry.env.is_empty() {
+            let _ = writeln!(text, "    env:");
+            for (key, value) in &entry.env {
+                let _ = writeln!(text, "      {}: {}", quote(key), quote(value));
+            }
+        }
+    }
+    let path = dir.join(file);
+    std::fs::write(&path, text).expect("manifest written");
+    path
+}
+
+/// Starts `host-shim run --kubeconfig KUBECONFIG --manifest MANIFEST`.
+pub fn start_manifest(kubeconfig: &Path, manifest: &Path) -> Program {
+    let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
+    command
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--manifest")
+        .arg(manifest);
+    Program::spawn(command, "host-shim")
+}
+
+/// The resident set size of process `pid` in KiB (`VmRSS` of `/proc/PID/status`), if known.
+pub fn resident_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}

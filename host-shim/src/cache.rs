@@ -1,0 +1,329 @@
+//! The content-addressed cache of precompiled modules.
+//!
+//! An entry's name is the SHA-256 of the engine's compatibility fingerprint
+//! ([`Engine::precompile_compatibility_hash`]: wasmtime version, target, compiler settings)
+//! followed by the SHA-256 of the wasm bytes. So a changed module, a changed engine
+//! configuration or another wasmtime version is a miss, never a wrong hit.
+//!
+//! # Trust model
+//!
+//! Deserialising precompiled code is running native code: wasmtime trusts the artifact
+//! completely. So the host only deserialises artifacts it wrote itself:
+//! - the cache folder is created with mode `0700`; if it exists and is not owned by the
+//!   host's user or is accessible to group or others, the cache is not used at all;
+//! - the folder holds a 32-byte random `key` (mode `0600`), made on first use;
+//! - every entry is `KWASMC1\n`, then HMAC-SHA256(key, entry name ‖ artifact), then the
+//!   artifact. Entries are read whole into memory, checked, and only then deserialised from
+//!   those same bytes (no window between check and use). An entry that fails the check (or
+//!   that wasmtime rejects) is compiled again and overwritten.
+//!
+//! Whoever can write to the folder as the host's user can also replace the host binary, so
+//! this guards against foreign or corrupted files, not against the host's own user.
+
+use std::fs::{self, OpenOptions};
+use std::hash::Hasher;
+use std::io::{self, Write as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
+use std::path::{Path, PathBuf};
+
+use hmac::{Hmac, Mac as _};
+use sha2::{Digest as _, Sha256};
+use wasmtime::{Engine, Module};
+
+const MAGIC: &[u8; 8] = b"KWASMC1\n";
+const TAG_LEN: usize = 32;
+const KEY_FILE: &str = "key";
+
+/// Whether a module came from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Deserialised from a checked cache entry.
+    Cached,
+    /// Compiled now (and stored, if the store worked).
+    Compiled,
+}
+
+/// A cache folder the host owns. See the module docs for the trust model.
+#[derive(Clone)]
+pub struct ModuleCache {
+    dir: PathBuf,
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for ModuleCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModuleCache")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The default cache folder: `$XDG_CACHE_HOME/kube-wasm/host-shim`, else
+/// `$HOME/.cache/kube-wasm/host-shim`; `None` if neither variable is set.
+pub fn default_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| PathBuf::from(home).join(".cache"))
+        })?;
+    Some(base.join("kube-wasm").join("host-shim"))
+}
+
+impl ModuleCache {
+    /// Opens (creating it with mode `0700` if needed) the cache folder `dir` and its key.
+    ///
+    /// # Errors
+    /// If the folder cannot be created, is not owned by this user, is accessible to group or
+    /// others, or the key cannot be read or made.
+    pub fn open(dir: &Path) -> io::Result<Self> {
+        if !dir.exists() {
+            if let Some(parent) = dir.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            match fs::DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let meta = fs::symlink_metadata(dir)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if !meta.is_dir() || meta.uid() != me || meta.permissions().mode() & 0o077 != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} must be a folder owned by uid {me} with mode 0700 (it is {}, uid {}, mode {:o})",
+                    dir.display(),
+                    if meta.is_dir() {
+                        "a folder"
+                    } else {
+                        "not a folder"
+                    },
+                    meta.uid(),
+                    meta.permissions().mode() & 0o7777
+                ),
+            ));
+        }
+        let key = read_or_make_key(&dir.join(KEY_FILE))?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            key,
+        })
+    }
+
+    /// The cache folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The module for `wasm`: from a checked cache entry, or compiled now and stored.
+    /// CPU-bound: call from a blocking thread. A failure to store is logged, not returned.
+    ///
+    /// # Errors
+    /// If `wasm` does not compile.
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+    ) -> wasmtime::Result<(Module, Source)> {
+        let name = entry_name(engine, wasm);
+        let path = self.dir.join(format!("{name}.cwasm"));
+        match fs::read(&path) {
+            Ok(bytes) => match self.open_entry(&name, &bytes) {
+                Some(artifact) => {
+                    // SAFETY: the artifact carries this cache's HMAC, so this host wrote it
+                    // with `Module::serialize` (see the trust model above).
+                    match unsafe { Module::deserialize(engine, artifact) } {
+                        Ok(module) => return Ok((module, Source::Cached)),
+                        Err(err) => tracing::warn!(
+                            "cache entry {} is not usable ({err}); compiling again",
+                            path.display()
+                        ),
+                    }
+                }
+                None => tracing::warn!(
+                    "cache entry {} was not written by this host (bad header or HMAC); compiling again",
+                    path.display()
+                ),
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!("cannot read cache entry {}: {e}", path.display()),
+        }
+        let module = Module::new(engine, wasm)?;
+        match module.serialize() {
+            Ok(artifact) => {
+                if let Err(e) = self.store_entry(&name, &path, &artifact) {
+                    tracing::warn!("cannot store cache entry {}: {e}", path.display());
+                }
+            }
+            Err(e) => tracing::warn!("cannot serialise a compiled module: {e}"),
+        }
+        Ok((module, Source::Compiled))
+    }
+
+    fn tag(&self, name: &str, artifact: &[u8]) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256>>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(name.as_bytes());
+        mac.update(artifact);
+        mac
+    }
+
+    /// The artifact of an entry if its header and HMAC check out.
+    fn open_entry<'a>(&self, name: &str, bytes: &'a [u8]) -> Option<&'a [u8]> {
+        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+        if rest.len() < TAG_LEN {
+            return None;
+        }
+        let (tag, artifact) = rest.split_at(TAG_LEN);
+        self.tag(name, artifact).verify_slice(tag).ok()?;
+        Some(artifact)
+    }
+
+    /// Writes an entry atomically: a private temporary file, then a rename.
+    fn store_entry(&self, name: &str, path: &Path, artifact: &[u8]) -> io::Result<()> {
+        let tag = self.tag(name, artifact).finalize().into_bytes();
+        let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let written = (|| {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            file.write_all(MAGIC)?;
+            file.write_all(&tag)?;
+            file.write_all(artifact)?;
+            file.sync_all()?;
+            fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written
+    }
+}
+
+/// The entry name of `wasm` on `engine`: hex SHA-256 of (engine fingerprint ‖ SHA-256(wasm)).
+pub fn entry_name(engine: &Engine, wasm: &[u8]) -> String {
+    let mut fingerprint = Sha256Hasher(Sha256::new());
+    std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut fingerprint);
+    let mut name = fingerprint.0;
+    name.update(Sha256::digest(wasm));
+    hex::encode(name.finalize())
+}
+
+/// Feeds a `Hash` value into SHA-256 (std's hashers are not stable across builds).
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn finish(&self) -> u64 {
+        // Only the digest of the written bytes is used.
+        0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+fn read_or_make_key(path: &Path) -> io::Result<[u8; 32]> {
+    match fs::read(path) {
+        Ok(bytes) => {
+            return bytes.try_into().map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{} is not a 32-byte key", path.display()),
+                )
+            });
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| io::Error::other(e.to_string()))?;
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    match &mut file {
+        Ok(file) => {
+            file.write_all(&key)?;
+            file.sync_all()?;
+            Ok(key)
+        }
+        // Another host made it first: use theirs.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => read_or_make_key(path),
+        Err(_) => file.map(|_| key),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAT: &str = r#"(module (func (export "f") (result i32) (i32.const 7)))"#;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("host-shim-cache-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn compiles_once_then_loads_the_checked_entry() {
+        let dir = temp_dir("hit");
+        let engine = Engine::default();
+        let wasm = wat::parse_str(WAT).expect("wat");
+        let cache = ModuleCache::open(&dir).expect("opens");
+        assert_eq!(
+            fs::metadata(&dir).expect("dir").permissions().mode() & 0o777,
+            0o700
+        );
+        let (_, first) = cache.load_or_compile(&engine, &wasm).expect("compiles");
+        let (_, second) = cache.load_or_compile(&engine, &wasm).expect("loads");
+        assert_eq!((first, second), (Source::Compiled, Source::Cached));
+        let other = wat::parse_str(r#"(module (func (export "g")))"#).expect("wat");
+        assert_ne!(entry_name(&engine, &wasm), entry_name(&engine, &other));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn tampered_or_foreign_entries_are_compiled_again() {
+        let dir = temp_dir("tamper");
+        let engine = Engine::default();
+        let wasm = wat::parse_str(WAT).expect("wat");
+        let cache = ModuleCache::open(&dir).expect("opens");
+        cache.load_or_compile(&engine, &wasm).expect("compiles");
+        let entry = dir.join(format!("{}.cwasm", entry_name(&engine, &wasm)));
+        let mut bytes = fs::read(&entry).expect("entry");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs::write(&entry, &bytes).expect("tamper");
+        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
+        assert_eq!(source, Source::Compiled);
+        // A cache with another key (another host's folder copied in) does not trust it.
+        fs::write(dir.join(KEY_FILE), [9u8; 32]).expect("new key");
+        let other = ModuleCache::open(&dir).expect("opens");
+        let (_, source) = other.load_or_compile(&engine, &wasm).expect("recompiles");
+        assert_eq!(source, Source::Compiled);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_folder_others_can_reach_is_refused() {
+        let dir = temp_dir("open");
+        fs::create_dir_all(&dir).expect("dir");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let err = ModuleCache::open(&dir).expect_err("group/other access");
+        assert!(err.to_string().contains("mode 0700"), "{err}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

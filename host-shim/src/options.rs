@@ -1,0 +1,35 @@
+//! What one module runs with beyond its wasm: its environment, arguments, default namespace,
+//! memory cap and restart policy (a manifest entry; see [`crate::manifest`]).
+
+use crate::restart::RestartPolicy;
+
+/// Per-module options. The default is what `host-shim run MODULE.wasm…` gives every module:
+/// no extra arguments or environment, the kubeconfig's namespace, no memory cap beyond the
+/// engine's, never restarted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleOptions {
+    /// Arguments after argv\[0\] (which is the module's name).
+    pub args: Vec<String>,
+    /// Environment variables of this module, after the host-wide ones (`--env`), which they
+    /// override. `KUBE_WASM_*` variables set by the host cannot be overridden.
+    pub env: Vec<(String, String)>,
+    /// The module's default namespace (`KUBE_WASM_DEFAULT_NAMESPACE`, what
+    /// `Client::default_namespace` returns in the guest); `None`: the kubeconfig's.
+    pub namespace: Option<String>,
+    /// The most bytes its linear memory may grow to; growing past it ends the module.
+    pub memory_limit: Option<usize>,
+    /// When the module is started again after it ended.
+    pub restart: RestartPolicy,
+}
+
+impl Default for ModuleOptions {
+    fn default() -> Self {
+        Self {
+            args: Vec::new(),
+            env: Vec::new(),
+            namespace: None,
+            memory_limit: None,
+            restart: RestartPolicy::Never,
+        }
+    }
+}
