@@ -54,6 +54,18 @@ impl Client {
         }
     }
 
+    /// Not available in a guest: kube's client over a tower `service`. The host is the
+    /// transport, so calling this is a compile-time error that points to
+    /// [`Client::try_default`], `Client::try_from(config)` and [`Client::for_host`].
+    pub fn new<S, B, T>(service: S, default_namespace: T) -> Self
+    where
+        S: crate::config::host_only::TowerService<B>,
+        T: Into<String>,
+    {
+        drop(service);
+        Self::for_host(default_namespace)
+    }
+
     /// Creates a client from the host's configuration ([`Config::infer`]), as kube's
     /// `Client::try_default`.
     ///

@@ -20,6 +20,8 @@ use std::time::Duration;
 
 mod errors;
 mod host_env;
+#[doc(hidden)]
+pub mod host_only;
 mod options;
 
 pub use errors::{InClusterError, InferConfigError, KubeconfigError};
@@ -136,6 +138,28 @@ impl Config {
                     other => KubeconfigError::LoadContext(format!("{variable}: {other}")),
                 }
             })
+    }
+
+    /// Not available in a guest: kube's in-cluster configuration through the cluster DNS
+    /// name `kubernetes.default.svc`, with the pod's token and certificates. Calling it is a
+    /// compile-time error that points to [`Config::infer`] / [`Config::incluster`], which
+    /// read what the host passes on.
+    ///
+    /// # Errors
+    /// As [`Config::incluster`] (the bound cannot be met, so this never runs).
+    pub fn incluster_dns() -> Result<Self, InClusterError>
+    where
+        for<'a> Self: host_only::InClusterDns<'a>,
+    {
+        Self::incluster()
+    }
+
+    /// Not available in a guest: kube's `KUBE_RS_DEBUG_IMPERSONATE_*` overrides change the
+    /// credentials, which only the host has. Calling it is a compile-time error.
+    pub fn apply_debug_overrides(&mut self)
+    where
+        for<'a> Self: host_only::DebugOverrides<'a>,
+    {
     }
 
     fn from_host_env(env: HostEnv) -> Self {

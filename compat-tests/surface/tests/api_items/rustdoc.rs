@@ -1,0 +1,85 @@
+//! Rustdoc's JSON output for the crates whose public items the list compares: one
+//! `cargo doc` invocation over kube 5.0's crates and kube-wasm's, in the workspace's own
+//! target directory and feature resolution, so the dependencies' check builds are shared
+//! with `cargo clippy --workspace`.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The packages documented: kube 5.0's facade and the crates it re-exports items from, and
+/// kube-wasm's. `kube-surface` (which has no library, so `--lib` documents nothing of it)
+/// roots the resolution: with members selected, cargo only finds the packages their
+/// dependency graphs reach, and kube 5.0 is this crate's native dependency.
+const PACKAGES: &[&str] = &[
+    "kube-surface",
+    "kube@5.0.0",
+    "kube-client@5.0.0",
+    "kube-runtime@5.0.0",
+    "kube-core@5.0.0",
+    "kube-wasm",
+    "kube-wasm-client",
+    "kube-runtime-wasm",
+];
+
+/// The kube features the list covers: what a kube-wasm guest supports. kube 5.0 gets them
+/// (plus `ws`) from this crate's native dependency; kube-wasm from here.
+const KUBE_WASM_FEATURES: &[&str] = &[
+    "client",
+    "config",
+    "runtime",
+    "derive",
+    "ws",
+    "unstable-runtime",
+    "jsonpatch",
+    "admission",
+];
+
+/// Rustdoc JSON of every crate in [`PACKAGES`], by crate name (`kube`, `kube_client`, …).
+pub struct Docs {
+    dir: PathBuf,
+}
+
+impl Docs {
+    /// Runs `cargo doc` with JSON output. Only rustdoc sees `RUSTC_BOOTSTRAP` (through the
+    /// `rustdoc-json` wrapper), so rustc's fingerprints, and the normal build, stay as they
+    /// are.
+    pub fn generate() -> Self {
+        let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let workspace = manifest_dir.join("../..");
+        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace.join("target"));
+        let features: Vec<String> = KUBE_WASM_FEATURES
+            .iter()
+            .map(|f| format!("kube-wasm/{f}"))
+            .collect();
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
+            .current_dir(&workspace)
+            .args(["doc", "--no-deps", "--lib", "--quiet"])
+            .args(PACKAGES.iter().flat_map(|p| ["-p", p]))
+            .args(["--features", &features.join(",")])
+            .env("RUSTDOC", manifest_dir.join("rustdoc-json"))
+            .env(
+                "RUSTDOCFLAGS",
+                "-Z unstable-options --output-format json --cap-lints allow",
+            )
+            .env_remove("RUSTC_BOOTSTRAP");
+        let status = cargo
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run cargo doc: {e}"));
+        assert!(status.success(), "cargo doc failed ({status}): {cargo:?}");
+        Self {
+            dir: target_dir.join("doc"),
+        }
+    }
+
+    /// The JSON document of crate `name`.
+    pub fn load(&self, name: &str) -> Value {
+        let path = self.dir.join(format!("{name}.json"));
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+}
