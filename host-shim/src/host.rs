@@ -12,6 +12,7 @@ use wasmtime::{Engine, Linker};
 use crate::backoff::Backoff;
 use crate::cache::{ModuleCache, Source};
 use crate::engine::{self, EpochTicker, PoolSize};
+use crate::identity::Identities;
 use crate::module::{self, LoadedModule, ModuleError, ModuleOutcome};
 use crate::options::ModuleOptions;
 use crate::output::OutputTarget;
@@ -75,6 +76,7 @@ pub(crate) struct HostInner {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
     pub(crate) upstream: Upstream,
+    pub(crate) identities: Identities,
     pub(crate) settings: Settings,
     cache: Option<ModuleCache>,
     /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
@@ -90,11 +92,21 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host sending every request through `upstream`.
+    /// A host sending every request through `upstream` (modules with a `service_account` cannot
+    /// run on it: see [`Host::with_identities`]).
     ///
     /// # Errors
     /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
     pub fn new(upstream: Upstream, settings: Settings) -> anyhow::Result<Self> {
+        Self::with_identities(Identities::new(upstream), settings)
+    }
+
+    /// A host sending the requests of each module through the upstream of its identity.
+    ///
+    /// # Errors
+    /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
+    pub fn with_identities(identities: Identities, settings: Settings) -> anyhow::Result<Self> {
+        let upstream = identities.own().clone();
         let engine = engine::new_engine(settings.pool)
             .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
         let mut linker = Linker::new(&engine);
@@ -120,6 +132,7 @@ impl Host {
                 engine,
                 linker,
                 upstream,
+                identities,
                 settings,
                 cache,
                 compiled: Mutex::new(HashMap::new()),
@@ -133,7 +146,7 @@ impl Host {
         &self.inner.settings
     }
 
-    /// The upstream API server.
+    /// The upstream API server, as the host's own identity.
     pub fn upstream(&self) -> &Upstream {
         &self.inner.upstream
     }

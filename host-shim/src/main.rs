@@ -11,11 +11,12 @@ use host_shim::backoff::Backoff;
 use host_shim::cli::{Cli, Command, RunArgs, module_names};
 use host_shim::config::ClusterSource;
 use host_shim::engine::PoolSize;
+use host_shim::identity::Identities;
 use host_shim::manifest::{MAX_MEMORY_LIMIT, Manifest};
 use host_shim::module::ModuleOutcome;
 use host_shim::state::OpLimits;
 use host_shim::supervisor::exit_status;
-use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor, Upstream};
+use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -112,6 +113,8 @@ impl Plan {
                         namespace: spec.namespace,
                         memory_limit: usize::try_from(spec.memory_limit).ok(),
                         restart: spec.restart,
+                        service_account: spec.service_account,
+                        permissions: spec.permissions,
                     },
                     name: spec.name,
                     wasm: spec.wasm,
@@ -138,7 +141,14 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         context: args.context,
     };
     let config = source.load().await?;
-    let upstream = Upstream::from_config(config).context("building the kube client")?;
+    let accounts: Vec<_> = plan
+        .modules
+        .iter()
+        .filter_map(|m| m.options.service_account.clone())
+        .collect();
+    let identities =
+        Identities::from_config(config, accounts).context("building the kube clients")?;
+    let upstream = identities.own().clone();
     tracing::info!(
         cluster = upstream.cluster_url(),
         namespace = upstream.default_namespace(),
@@ -161,7 +171,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
             .unwrap_or(Settings::default().entry_deadline),
         ..Settings::default()
     };
-    let host = Host::new(upstream, settings)?;
+    let host = Host::with_identities(identities, settings)?;
 
     let started = Instant::now();
     let mut loaded = Vec::new();

@@ -36,7 +36,7 @@ use crate::host::Host;
 use crate::memory_cap::{MemoryCap, MemoryLimitExceeded};
 use crate::ops::{Delivery, OpTable};
 use crate::options::ModuleOptions;
-use crate::state::{HostState, OpContext};
+use crate::state::{Access, HostState, OpContext};
 use crate::stop::{Phase, StopHandle};
 use crate::wasi;
 
@@ -267,6 +267,20 @@ async fn run_inner(
         inner.upstream.cluster_url(),
         settings.env.iter().chain(&options.env),
     );
+    let Some(upstream) = inner
+        .identities
+        .upstream_for(options.service_account.as_ref())
+        .cloned()
+    else {
+        return ModuleOutcome::Failed(ModuleError::Internal(format!(
+            "the host has no client acting as ServiceAccount {}",
+            options
+                .service_account
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )));
+    };
     let (tx, rx) = mpsc::channel(settings.completion_queue.max(1));
     let state = HostState {
         name: name.clone(),
@@ -274,7 +288,11 @@ async fn run_inner(
         memory_cap: MemoryCap::new(options.memory_limit),
         ops: OpTable::new(),
         ctx: OpContext {
-            upstream: inner.upstream.clone(),
+            upstream,
+            access: Arc::new(Access {
+                module: name.to_string(),
+                permissions: options.permissions.clone(),
+            }),
             completions: tx,
             phase: stop.subscribe(),
             limits: settings.limits,
