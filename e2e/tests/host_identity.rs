@@ -1,13 +1,13 @@
 //! Identity and permissions against the real apiserver: a module whose permissions leave out
 //! `secrets` gets 403 `Forbidden` values for them and the apiserver never sees those requests;
 //! a module with a `serviceAccount` acts as that account (the audit log shows it impersonated),
-//! within the RBAC the account has.
+//! within the RBAC the account has; the metrics endpoint shows both modules.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
+use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::{
     audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
 };
@@ -117,7 +117,8 @@ async fn denied_requests_are_403_values_and_modules_act_as_their_service_account
     ];
     let manifest = write_manifest(&dir, "host.yaml", "", &entries);
     let kubeconfig = kubeconfig_for(&acting_ns, &dir);
-    let mut host = start_manifest(&kubeconfig, &manifest);
+    let metrics_addr = free_local_addr();
+    let mut host = start_manifest_with(&kubeconfig, &manifest, &["--metrics-addr", &metrics_addr]);
 
     // The denied module's kube client got a 403 Forbidden Status for its secrets request, and
     // the error ended it.
@@ -156,6 +157,37 @@ async fn denied_requests_are_403_values_and_modules_act_as_their_service_account
         secrets.get_opt("cm-1").await.ok().flatten()
     })
     .await;
+
+    // The metrics endpoint shows both modules: the healthy one running, entered, never
+    // restarted; the denied one stopped.
+    let text = scrape(&metrics_addr);
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    assert_eq!(
+        value(r#"kube_wasm_module_state{module="acting",state="running"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"kube_wasm_module_state{module="denied",state="stopped"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"kube_wasm_module_restarts_total{module="acting"}"#),
+        0.0
+    );
+    assert!(value(r#"kube_wasm_module_entries_total{module="acting"}"#) > 2.0);
+    assert!(value(r#"kube_wasm_module_memory_bytes{module="acting"}"#) >= 65536.0);
+    assert!(
+        value(r#"kube_wasm_module_op_duration_seconds_count{module="acting",kind="http"}"#) >= 2.0
+    );
+    assert_eq!(
+        value("kube_wasm_upstream_watches"),
+        1.0,
+        "the acting module's watch"
+    );
 
     // The apiserver saw the denied module's allowed configmaps requests, and no secrets request.
     let allowed = audited_requests("configmaps", &denied_ns);
@@ -209,4 +241,23 @@ async fn denied_requests_are_403_values_and_modules_act_as_their_service_account
     for (resource, request) in acting_requests() {
         assert_eq!(request.user, "kube-wasm-admin", "{resource} {request:?}");
     }
+}
+
+/// A free loopback address (bound and released at once).
+fn free_local_addr() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").to_string()
+}
+
+/// `GET /metrics` from the host's metrics endpoint.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint listens");
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .expect("request sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response read");
+    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
+    response
 }

@@ -13,6 +13,7 @@ use crate::backoff::Backoff;
 use crate::cache::{ModuleCache, Source};
 use crate::engine::{self, EpochTicker, PoolSize};
 use crate::identity::Identities;
+use crate::metrics::Metrics;
 use crate::module::{self, LoadedModule, ModuleError, ModuleOutcome};
 use crate::options::ModuleOptions;
 use crate::output::OutputTarget;
@@ -78,6 +79,7 @@ pub(crate) struct HostInner {
     pub(crate) upstream: Upstream,
     pub(crate) identities: Identities,
     pub(crate) settings: Settings,
+    pub(crate) metrics: Metrics,
     cache: Option<ModuleCache>,
     /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
     /// distinct wasm, shared by every module using it.
@@ -134,6 +136,7 @@ impl Host {
                 upstream,
                 identities,
                 settings,
+                metrics: Metrics::new(),
                 cache,
                 compiled: Mutex::new(HashMap::new()),
                 _ticker: ticker,
@@ -144,6 +147,29 @@ impl Host {
     /// The settings modules run with.
     pub fn settings(&self) -> &Settings {
         &self.inner.settings
+    }
+
+    /// The host's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Reads the cache folder's entry count and size into the metrics (at each scrape).
+    pub fn refresh_cache_metrics(&self) {
+        let Some(cache) = &self.inner.cache else {
+            return;
+        };
+        let (mut entries, mut bytes) = (0, 0);
+        if let Ok(dir) = std::fs::read_dir(cache.dir()) {
+            for entry in dir.flatten() {
+                let is_entry = entry.path().extension().is_some_and(|e| e == "cwasm");
+                if let (true, Ok(meta)) = (is_entry, entry.metadata()) {
+                    entries += 1;
+                    bytes += meta.len();
+                }
+            }
+        }
+        self.inner.metrics.set_cache(entries, bytes);
     }
 
     /// The upstream API server, as the host's own identity.

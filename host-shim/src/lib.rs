@@ -30,6 +30,8 @@ pub mod host;
 pub mod identity;
 pub mod manifest;
 pub mod memory_cap;
+pub mod metrics;
+pub mod metrics_server;
 pub mod module;
 pub mod ops;
 pub mod options;

@@ -4,6 +4,8 @@
 //! cacheDir: /var/cache/kube-wasm     # optional: precompiled modules (see `cache`)
 //! requestTimeout: 60s                # optional: longest wait for an HTTP response head
 //! entryDeadline: 10s                 # optional: longest single call into a module
+//! stopTimeout: 10s                   # optional: how long modules get to exit on SIGTERM
+//! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
 //!   max: 5m
@@ -62,6 +64,10 @@ pub struct Manifest {
     pub entry_deadline: Option<Duration>,
     /// Restart delays of failed modules (`backoff`).
     pub backoff: Backoff,
+    /// How long modules get to exit after a stop request (`stopTimeout`).
+    pub stop_timeout: Option<Duration>,
+    /// Where the metrics endpoint listens (`metricsAddr`).
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// The modules, in manifest order (at least one).
     pub modules: Vec<ModuleSpec>,
 }
@@ -139,6 +145,8 @@ struct RawManifest {
     request_timeout: Option<String>,
     entry_deadline: Option<String>,
     backoff: Option<RawBackoff>,
+    stop_timeout: Option<String>,
+    metrics_addr: Option<String>,
     #[serde(default)]
     modules: Vec<RawModule>,
 }
@@ -246,6 +254,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
     };
     let request_timeout = duration("requestTimeout", raw.request_timeout);
     let entry_deadline = duration("entryDeadline", raw.entry_deadline);
+    let stop_timeout = duration("stopTimeout", raw.stop_timeout);
     let mut backoff = Backoff::default();
     if let Some(b) = raw.backoff {
         backoff.initial = duration("backoff.initial", b.initial).unwrap_or(backoff.initial);
@@ -253,6 +262,15 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         backoff.reset_after =
             duration("backoff.resetAfter", b.reset_after).unwrap_or(backoff.reset_after);
     }
+    let metrics_addr = raw.metrics_addr.and_then(|addr| match addr.parse() {
+        Ok(addr) => Some(addr),
+        Err(e) => {
+            problems.push(format!(
+                "metricsAddr: {addr:?} is not an IP address and port, like 127.0.0.1:9090 ({e})"
+            ));
+            None
+        }
+    });
     if raw.modules.is_empty() {
         problems.push("modules: lists no module".into());
     }
@@ -277,6 +295,8 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         request_timeout,
         entry_deadline,
         backoff,
+        stop_timeout,
+        metrics_addr,
         modules,
     }
 }
@@ -488,6 +508,8 @@ mod tests {
 cacheDir: cache
 requestTimeout: 30s
 entryDeadline: 2s
+stopTimeout: 3s
+metricsAddr: "127.0.0.1:9090"
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
   - name: mirror-a
@@ -506,6 +528,11 @@ modules:
         assert_eq!(manifest.cache_dir, Some(base.join("cache")));
         assert_eq!(manifest.request_timeout, Some(Duration::from_secs(30)));
         assert_eq!(manifest.entry_deadline, Some(Duration::from_secs(2)));
+        assert_eq!(manifest.stop_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(
+            manifest.metrics_addr,
+            Some("127.0.0.1:9090".parse().expect("an address"))
+        );
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0];
@@ -534,6 +561,7 @@ modules:
         let found = problems(
             r#"
 requestTimeout: 0s
+metricsAddr: localhost
 modules:
   - {name: ok, wasm: Cargo.toml}
   - {name: ok, wasm: missing.wasm}
@@ -544,6 +572,7 @@ modules:
         );
         let expected = [
             "requestTimeout: must be more than zero",
+            "metricsAddr: \"localhost\" is not an IP address and port",
             "modules[1] (ok).name: \"ok\" is used by an earlier module",
             "modules[1] (ok).wasm: ",
             "modules[2] (Bad_Name).name: \"Bad_Name\" is not a DNS label",

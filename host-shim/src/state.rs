@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, watch};
 use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::memory_cap::MemoryCap;
+use crate::metrics::Metrics;
 use crate::ops::{Delivery, OpTable};
 use crate::permissions::{Denied, Permissions};
 use crate::stop::Phase;
@@ -46,6 +47,8 @@ pub struct OpContext {
     pub upstream: Upstream,
     /// The module's name and permissions, checked before a request leaves the host.
     pub access: Arc<Access>,
+    /// The host's metrics.
+    pub metrics: Metrics,
     /// The module's completion queue.
     pub completions: mpsc::Sender<Delivery>,
     /// The host's stop phase (`stop_signal` waits on it).

@@ -88,6 +88,7 @@ pub async fn run(
         .await;
     }
     tracing::debug!(op = sink.op(), path = %request.path, "watch started");
+    let _open = ctx.metrics.watch_opened();
     let headers = upstream::header_pairs(response.headers());
     sink.send(
         &Completion::Head {
