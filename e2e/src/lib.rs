@@ -254,6 +254,11 @@ pub struct AuditedRequest {
     pub verb: String,
     /// The stages logged for it: RequestReceived, ResponseStarted, ResponseComplete, Panic.
     pub stages: Vec<String>,
+    /// `user.username`: who authenticated.
+    pub user: String,
+    /// `impersonatedUser.username`: who the request acted as, if impersonated (known from
+    /// the ResponseStarted/ResponseComplete stages on).
+    pub impersonated_user: Option<String>,
 }
 
 /// The requests on `resource` in `namespace` that the audit log records, in order.
@@ -270,12 +275,27 @@ pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> 
         }
         let id = v["auditID"].as_str().unwrap_or_default().to_string();
         let stage = v["stage"].as_str().unwrap_or_default().to_string();
+        // The apiserver records `impersonatedUser` once impersonation ran: not in the
+        // RequestReceived stage, in the later ones.
+        let impersonated = v["impersonatedUser"]["username"]
+            .as_str()
+            .map(str::to_string);
         match out.iter_mut().find(|r| r.id == id) {
-            Some(r) => r.stages.push(stage),
+            Some(r) => {
+                r.stages.push(stage);
+                if r.impersonated_user.is_none() {
+                    r.impersonated_user = impersonated;
+                }
+            }
             None => out.push(AuditedRequest {
                 id,
                 verb: v["verb"].as_str().unwrap_or_default().to_string(),
                 stages: vec![stage],
+                user: v["user"]["username"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                impersonated_user: impersonated,
             }),
         }
     }

@@ -19,6 +19,8 @@ pub struct Entry {
     pub env: Vec<(String, String)>,
     /// Its memory limit, e.g. `64Mi`.
     pub memory: Option<String>,
+    /// More fields, as YAML lines of the entry (e.g. `restartPolicy: Never`).
+    pub fields: Vec<String>,
 }
 
 impl Entry {
@@ -30,7 +32,15 @@ impl Entry {
             namespace: None,
             env: Vec::new(),
             memory: None,
+            fields: Vec::new(),
         }
+    }
+
+    /// With more fields: `yaml` is one or more lines of the entry's mapping, unindented
+    /// (e.g. `"serviceAccount: {namespace: a, name: b}"`).
+    pub fn field(mut self, yaml: &str) -> Self {
+        self.fields.extend(yaml.lines().map(str::to_owned));
+        self
     }
 
     /// In `namespace`.
@@ -71,6 +81,9 @@ pub fn write_manifest(dir: &Path, file: &str, settings: &str, entries: &[Entry])
         if let Some(memory) = &entry.memory {
             let _ = writeln!(text, "    memory: {}", quote(memory));
         }
+        for line in &entry.fields {
+            let _ = writeln!(text, "    {line}");
+        }
         if !entry.env.is_empty() {
             let _ = writeln!(text, "    env:");
             for (key, value) in &entry.env {
@@ -85,13 +98,19 @@ pub fn write_manifest(dir: &Path, file: &str, settings: &str, entries: &[Entry])
 
 /// Starts `host-shim run --kubeconfig KUBECONFIG --manifest MANIFEST`.
 pub fn start_manifest(kubeconfig: &Path, manifest: &Path) -> Program {
+    start_manifest_with(kubeconfig, manifest, &[])
+}
+
+/// Starts `host-shim run --kubeconfig KUBECONFIG --manifest MANIFEST EXTRA...`.
+pub fn start_manifest_with(kubeconfig: &Path, manifest: &Path, extra: &[&str]) -> Program {
     let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
     command
         .arg("run")
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .arg("--manifest")
-        .arg(manifest);
+        .arg(manifest)
+        .args(extra);
     Program::spawn(command, "host-shim")
 }
 

@@ -38,9 +38,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
 
-    /// Seconds modules get to exit after SIGINT/SIGTERM before they are ended.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    pub stop_timeout: u64,
+    /// Seconds modules get to exit after SIGINT/SIGTERM before they are ended (default: the
+    /// manifest's `stopTimeout`, else 10).
+    #[arg(long, value_name = "SECS")]
+    pub stop_timeout: Option<u64>,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics (default: the manifest's
+    /// `metricsAddr`, else none), e.g. 127.0.0.1:9090.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 
     /// Extra environment variable for every module (repeatable); a manifest module's own
     /// `env` overrides it.
@@ -158,7 +164,7 @@ mod tests {
         let Command::Run(args) = cli.command;
         assert_eq!(args.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(args.context.as_deref(), Some("kind"));
-        assert_eq!(args.stop_timeout, 3);
+        assert_eq!(args.stop_timeout, Some(3));
         assert_eq!(args.env.len(), 2);
         assert_eq!(args.modules.len(), 2);
         assert!(

@@ -12,6 +12,8 @@ use wasmtime::{Engine, Linker};
 use crate::backoff::Backoff;
 use crate::cache::{ModuleCache, Source};
 use crate::engine::{self, EpochTicker, PoolSize};
+use crate::identity::Identities;
+use crate::metrics::Metrics;
 use crate::module::{self, LoadedModule, ModuleError, ModuleOutcome};
 use crate::options::ModuleOptions;
 use crate::output::OutputTarget;
@@ -75,7 +77,9 @@ pub(crate) struct HostInner {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<HostState>,
     pub(crate) upstream: Upstream,
+    pub(crate) identities: Identities,
     pub(crate) settings: Settings,
+    pub(crate) metrics: Metrics,
     cache: Option<ModuleCache>,
     /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
     /// distinct wasm, shared by every module using it.
@@ -90,11 +94,21 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host sending every request through `upstream`.
+    /// A host sending every request through `upstream` (modules with a `service_account` cannot
+    /// run on it: see [`Host::with_identities`]).
     ///
     /// # Errors
     /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
     pub fn new(upstream: Upstream, settings: Settings) -> anyhow::Result<Self> {
+        Self::with_identities(Identities::new(upstream), settings)
+    }
+
+    /// A host sending the requests of each module through the upstream of its identity.
+    ///
+    /// # Errors
+    /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
+    pub fn with_identities(identities: Identities, settings: Settings) -> anyhow::Result<Self> {
+        let upstream = identities.own().clone();
         let engine = engine::new_engine(settings.pool)
             .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
         let mut linker = Linker::new(&engine);
@@ -120,7 +134,9 @@ impl Host {
                 engine,
                 linker,
                 upstream,
+                identities,
                 settings,
+                metrics: Metrics::new(),
                 cache,
                 compiled: Mutex::new(HashMap::new()),
                 _ticker: ticker,
@@ -133,7 +149,30 @@ impl Host {
         &self.inner.settings
     }
 
-    /// The upstream API server.
+    /// The host's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Reads the cache folder's entry count and size into the metrics (at each scrape).
+    pub fn refresh_cache_metrics(&self) {
+        let Some(cache) = &self.inner.cache else {
+            return;
+        };
+        let (mut entries, mut bytes) = (0, 0);
+        if let Ok(dir) = std::fs::read_dir(cache.dir()) {
+            for entry in dir.flatten() {
+                let is_entry = entry.path().extension().is_some_and(|e| e == "cwasm");
+                if let (true, Ok(meta)) = (is_entry, entry.metadata()) {
+                    entries += 1;
+                    bytes += meta.len();
+                }
+            }
+        }
+        self.inner.metrics.set_cache(entries, bytes);
+    }
+
+    /// The upstream API server, as the host's own identity.
     pub fn upstream(&self) -> &Upstream {
         &self.inner.upstream
     }

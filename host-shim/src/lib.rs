@@ -15,6 +15,10 @@
 //! ([`memory_cap`]), the per-entry epoch deadline, the HTTP response timeout
 //! ([`state::OpLimits`]); whatever ends it releases all its ops, and the supervisor restarts
 //! it with [`backoff`] if its policy says so.
+//!
+//! Each module acts as its own [`identity`] (a ServiceAccount the host impersonates) and may
+//! be held to an allowlist of [`permissions`], checked on the [`request_info`] of every
+//! request before it leaves the host.
 
 pub mod abi;
 pub mod backoff;
@@ -23,12 +27,17 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod host;
+pub mod identity;
 pub mod manifest;
 pub mod memory_cap;
+pub mod metrics;
+pub mod metrics_server;
 pub mod module;
 pub mod ops;
 pub mod options;
 pub mod output;
+pub mod permissions;
+pub mod request_info;
 pub mod restart;
 pub mod state;
 pub mod stop;

@@ -11,11 +11,12 @@ use host_shim::backoff::Backoff;
 use host_shim::cli::{Cli, Command, RunArgs, module_names};
 use host_shim::config::ClusterSource;
 use host_shim::engine::PoolSize;
+use host_shim::identity::Identities;
 use host_shim::manifest::{MAX_MEMORY_LIMIT, Manifest};
 use host_shim::module::ModuleOutcome;
 use host_shim::state::OpLimits;
 use host_shim::supervisor::exit_status;
-use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor, Upstream};
+use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -47,6 +48,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// Seconds modules get to exit after a stop request unless `--stop-timeout` or the manifest
+/// say otherwise.
+const DEFAULT_STOP_SECS: u64 = 10;
+
+/// Aborts a background task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// What to run: the modules of a manifest, or the module files of the command line.
 struct Plan {
     modules: Vec<PlannedModule>,
@@ -54,6 +68,8 @@ struct Plan {
     backoff: Backoff,
     request_timeout: Option<Duration>,
     entry_deadline: Option<Duration>,
+    stop_timeout: Duration,
+    metrics_addr: Option<std::net::SocketAddr>,
     largest_memory: u64,
 }
 
@@ -91,6 +107,8 @@ impl Plan {
                 backoff: Backoff::default(),
                 request_timeout: None,
                 entry_deadline: None,
+                stop_timeout: Duration::from_secs(args.stop_timeout.unwrap_or(DEFAULT_STOP_SECS)),
+                metrics_addr: args.metrics_addr,
                 largest_memory: MAX_MEMORY_LIMIT,
             });
         };
@@ -112,6 +130,8 @@ impl Plan {
                         namespace: spec.namespace,
                         memory_limit: usize::try_from(spec.memory_limit).ok(),
                         restart: spec.restart,
+                        service_account: spec.service_account,
+                        permissions: spec.permissions,
                     },
                     name: spec.name,
                     wasm: spec.wasm,
@@ -121,6 +141,12 @@ impl Plan {
             backoff: manifest.backoff,
             request_timeout: manifest.request_timeout,
             entry_deadline: manifest.entry_deadline,
+            stop_timeout: args
+                .stop_timeout
+                .map(Duration::from_secs)
+                .or(manifest.stop_timeout)
+                .unwrap_or(Duration::from_secs(DEFAULT_STOP_SECS)),
+            metrics_addr: args.metrics_addr.or(manifest.metrics_addr),
             largest_memory,
         })
     }
@@ -138,7 +164,14 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         context: args.context,
     };
     let config = source.load().await?;
-    let upstream = Upstream::from_config(config).context("building the kube client")?;
+    let accounts: Vec<_> = plan
+        .modules
+        .iter()
+        .filter_map(|m| m.options.service_account.clone())
+        .collect();
+    let identities =
+        Identities::from_config(config, accounts).context("building the kube clients")?;
+    let upstream = identities.own().clone();
     tracing::info!(
         cluster = upstream.cluster_url(),
         namespace = upstream.default_namespace(),
@@ -161,7 +194,20 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
             .unwrap_or(Settings::default().entry_deadline),
         ..Settings::default()
     };
-    let host = Host::new(upstream, settings)?;
+    let host = Host::with_identities(identities, settings)?;
+    let _metrics_server = match plan.metrics_addr {
+        Some(addr) => {
+            let listener = host_shim::metrics_server::bind(addr)
+                .await
+                .with_context(|| format!("serving metrics on {addr}"))?;
+            tracing::info!("metrics at http://{addr}/metrics");
+            Some(AbortOnDrop(tokio::spawn(host_shim::metrics_server::serve(
+                listener,
+                host.clone(),
+            ))))
+        }
+        None => None,
+    };
 
     let started = Instant::now();
     let mut loaded = Vec::new();
@@ -195,8 +241,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         started.elapsed()
     );
 
-    let supervisor =
-        Supervisor::with_stop_handle(host, Duration::from_secs(args.stop_timeout), stop);
+    let supervisor = Supervisor::with_stop_handle(host, plan.stop_timeout, stop);
     reports.extend(supervisor.run(loaded).await);
 
     for report in &reports {

@@ -4,6 +4,8 @@
 //! cacheDir: /var/cache/kube-wasm     # optional: precompiled modules (see `cache`)
 //! requestTimeout: 60s                # optional: longest wait for an HTTP response head
 //! entryDeadline: 10s                 # optional: longest single call into a module
+//! stopTimeout: 10s                   # optional: how long modules get to exit on SIGTERM
+//! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
 //!   max: 5m
@@ -16,6 +18,15 @@
 //!     args: ["--verbose"]            # optional: argv after the module name
 //!     memory: 64Mi                   # optional, default 256Mi: linear memory cap
 //!     restartPolicy: OnFailure       # optional: Always, OnFailure (default) or Never
+//!     serviceAccount:                # optional: the host impersonates this ServiceAccount
+//!       namespace: team-a            #   for every request of the module (see `identity`)
+//!       name: mirror
+//!     permissions:                   # optional: allowlist checked before a request leaves
+//!       - verbs: [get, list, watch]  #   the host; none given: everything is allowed
+//!         resources: [configmaps]    #   (see `permissions`)
+//!       - verbs: [patch]
+//!         apiGroups: [apps]          # optional, default [""] (the core group)
+//!         resources: [deployments, deployments/scale]
 //! ```
 //!
 //! Unknown fields are errors (a misspelt `memroy:` must not silently mean "no limit"). Every
@@ -30,6 +41,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::backoff::Backoff;
+use crate::identity::ServiceAccount;
+use crate::permissions::{Permissions, Rule, VERBS};
 use crate::restart::RestartPolicy;
 use crate::units::{parse_duration, parse_size};
 
@@ -51,6 +64,10 @@ pub struct Manifest {
     pub entry_deadline: Option<Duration>,
     /// Restart delays of failed modules (`backoff`).
     pub backoff: Backoff,
+    /// How long modules get to exit after a stop request (`stopTimeout`).
+    pub stop_timeout: Option<Duration>,
+    /// Where the metrics endpoint listens (`metricsAddr`).
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// The modules, in manifest order (at least one).
     pub modules: Vec<ModuleSpec>,
 }
@@ -72,6 +89,10 @@ pub struct ModuleSpec {
     pub memory_limit: u64,
     /// When it is restarted.
     pub restart: RestartPolicy,
+    /// The ServiceAccount it acts as.
+    pub service_account: Option<ServiceAccount>,
+    /// Its allowlist; `None`: everything its identity may do.
+    pub permissions: Option<Permissions>,
 }
 
 /// Why a manifest cannot be used: unreadable, not YAML of the manifest's shape, or invalid.
@@ -124,6 +145,8 @@ struct RawManifest {
     request_timeout: Option<String>,
     entry_deadline: Option<String>,
     backoff: Option<RawBackoff>,
+    stop_timeout: Option<String>,
+    metrics_addr: Option<String>,
     #[serde(default)]
     modules: Vec<RawModule>,
 }
@@ -148,6 +171,23 @@ struct RawModule {
     args: Vec<String>,
     memory: Option<String>,
     restart_policy: Option<String>,
+    service_account: Option<RawServiceAccount>,
+    permissions: Option<Vec<RawRule>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawServiceAccount {
+    namespace: String,
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRule {
+    verbs: Vec<String>,
+    api_groups: Option<Vec<String>>,
+    resources: Vec<String>,
 }
 
 impl Manifest {
@@ -214,6 +254,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
     };
     let request_timeout = duration("requestTimeout", raw.request_timeout);
     let entry_deadline = duration("entryDeadline", raw.entry_deadline);
+    let stop_timeout = duration("stopTimeout", raw.stop_timeout);
     let mut backoff = Backoff::default();
     if let Some(b) = raw.backoff {
         backoff.initial = duration("backoff.initial", b.initial).unwrap_or(backoff.initial);
@@ -221,6 +262,15 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         backoff.reset_after =
             duration("backoff.resetAfter", b.reset_after).unwrap_or(backoff.reset_after);
     }
+    let metrics_addr = raw.metrics_addr.and_then(|addr| match addr.parse() {
+        Ok(addr) => Some(addr),
+        Err(e) => {
+            problems.push(format!(
+                "metricsAddr: {addr:?} is not an IP address and port, like 127.0.0.1:9090 ({e})"
+            ));
+            None
+        }
+    });
     if raw.modules.is_empty() {
         problems.push("modules: lists no module".into());
     }
@@ -245,6 +295,8 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         request_timeout,
         entry_deadline,
         backoff,
+        stop_timeout,
+        metrics_addr,
         modules,
     }
 }
@@ -310,6 +362,24 @@ fn validate_module(
             RestartPolicy::OnFailure
         }
     };
+    let service_account = raw.service_account.map(|sa| {
+        for (field, value) in [("namespace", &sa.namespace), ("name", &sa.name)] {
+            if let Err(e) = check_dns_subdomain(value) {
+                problems.push(format!("{at}.serviceAccount.{field}: {e}"));
+            }
+        }
+        ServiceAccount {
+            namespace: sa.namespace,
+            name: sa.name,
+        }
+    });
+    let permissions = raw.permissions.map(|rules| Permissions {
+        rules: rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| validate_rule(rule, &format!("{at}.permissions[{i}]"), problems))
+            .collect(),
+    });
     ModuleSpec {
         name: raw.name,
         wasm,
@@ -318,6 +388,78 @@ fn validate_module(
         args: raw.args,
         memory_limit,
         restart,
+        service_account,
+        permissions,
+    }
+}
+
+fn validate_rule(raw: RawRule, at: &str, problems: &mut Vec<String>) -> Rule {
+    if raw.verbs.is_empty() {
+        problems.push(format!("{at}.verbs: lists no verb"));
+    }
+    for verb in &raw.verbs {
+        if verb != "*" && !VERBS.contains(&verb.as_str()) {
+            problems.push(format!(
+                "{at}.verbs: {verb:?} is not a verb (one of {}, or *)",
+                VERBS.join(", ")
+            ));
+        }
+    }
+    if raw.resources.is_empty() {
+        problems.push(format!("{at}.resources: lists no resource"));
+    }
+    for resource in &raw.resources {
+        let parts: Vec<&str> = resource.split('/').collect();
+        let valid = match parts.as_slice() {
+            ["*"] => true,
+            [r] => is_resource_name(r),
+            [r, sub] => (*r == "*" || is_resource_name(r)) && is_resource_name(sub),
+            _ => false,
+        };
+        if !valid {
+            problems.push(format!(
+                "{at}.resources: {resource:?} is not a resource (`name`, `name/subresource`, `*` or `*/subresource`; lowercase)"
+            ));
+        }
+    }
+    let api_groups = raw.api_groups.unwrap_or_else(|| vec![String::new()]);
+    for group in &api_groups {
+        if group != "*" && !group.is_empty() && check_dns_subdomain(group).is_err() {
+            problems.push(format!(
+                "{at}.apiGroups: {group:?} is not an API group (\"\" for the core group, a DNS name, or *)"
+            ));
+        }
+    }
+    Rule {
+        verbs: raw.verbs,
+        api_groups,
+        resources: raw.resources,
+    }
+}
+
+fn is_resource_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+/// Checks an RFC 1123 subdomain, as Kubernetes does for most object names: at most 253
+/// characters, dot-separated labels of lowercase letters, digits and `-`.
+fn check_dns_subdomain(name: &str) -> Result<(), String> {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name.chars().all(ok_char)
+        && name
+            .split('.')
+            .all(|label| !label.is_empty() && !label.starts_with('-') && !label.ends_with('-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a DNS subdomain (a-z, 0-9, `-` and `.`, at most 253)"
+        ))
     }
 }
 
@@ -366,6 +508,8 @@ mod tests {
 cacheDir: cache
 requestTimeout: 30s
 entryDeadline: 2s
+stopTimeout: 3s
+metricsAddr: "127.0.0.1:9090"
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
   - name: mirror-a
@@ -384,6 +528,11 @@ modules:
         assert_eq!(manifest.cache_dir, Some(base.join("cache")));
         assert_eq!(manifest.request_timeout, Some(Duration::from_secs(30)));
         assert_eq!(manifest.entry_deadline, Some(Duration::from_secs(2)));
+        assert_eq!(manifest.stop_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(
+            manifest.metrics_addr,
+            Some("127.0.0.1:9090".parse().expect("an address"))
+        );
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0];
@@ -412,6 +561,7 @@ modules:
         let found = problems(
             r#"
 requestTimeout: 0s
+metricsAddr: localhost
 modules:
   - {name: ok, wasm: Cargo.toml}
   - {name: ok, wasm: missing.wasm}
@@ -422,6 +572,7 @@ modules:
         );
         let expected = [
             "requestTimeout: must be more than zero",
+            "metricsAddr: \"localhost\" is not an IP address and port",
             "modules[1] (ok).name: \"ok\" is used by an earlier module",
             "modules[1] (ok).wasm: ",
             "modules[2] (Bad_Name).name: \"Bad_Name\" is not a DNS label",
@@ -449,8 +600,12 @@ modules:
                 "memroy",
             ),
             (
-                "modules:\n  - {name: a, wasm: Cargo.toml, permissions: {}}\n",
-                "permissions",
+                "modules:\n  - {name: a, wasm: Cargo.toml, serviceAccount: {name: x}}\n",
+                "namespace",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, permissions: [{verbs: [get], resource: [x]}]}\n",
+                "resource",
             ),
             ("modulez: []\n", "modulez"),
             ("modules:\n  - {name: a, wasm: Cargo.toml, args: 3}\n", ""),
@@ -465,6 +620,74 @@ modules:
                 other => panic!("{text}: expected a syntax error, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn identity_and_permissions_parse() {
+        let manifest = parse(
+            r#"
+modules:
+  - name: a
+    wasm: Cargo.toml
+    serviceAccount: {namespace: team-a, name: mirror}
+    permissions:
+      - {verbs: [get, list, watch], resources: [configmaps]}
+      - {verbs: ["*"], apiGroups: [apps, ""], resources: [deployments/scale, "*/status"]}
+  - name: b
+    wasm: Cargo.toml
+    permissions: []
+"#,
+        )
+        .expect("valid");
+        let a = &manifest.modules[0];
+        assert_eq!(
+            a.service_account,
+            Some(ServiceAccount {
+                namespace: "team-a".into(),
+                name: "mirror".into()
+            })
+        );
+        let rules = &a.permissions.as_ref().expect("rules").rules;
+        assert_eq!(rules[0].api_groups, [""], "the core group by default");
+        assert_eq!(rules[1].api_groups, ["apps", ""]);
+        assert_eq!(rules[1].resources, ["deployments/scale", "*/status"]);
+        assert_eq!(
+            manifest.modules[1].permissions,
+            Some(Permissions::default()),
+            "an empty list allows nothing"
+        );
+    }
+
+    #[test]
+    fn bad_identity_and_permissions_name_module_and_field() {
+        let found = problems(
+            r#"
+modules:
+  - name: a
+    wasm: Cargo.toml
+    serviceAccount: {namespace: Team, name: ""}
+    permissions:
+      - {verbs: [get, read], resources: [configmaps, "pods/log/x", Secrets]}
+      - {verbs: [], apiGroups: ["apps/v1"], resources: []}
+"#,
+        );
+        let expected = [
+            "modules[0] (a).serviceAccount.namespace: \"Team\" is not a DNS subdomain",
+            "modules[0] (a).serviceAccount.name: \"\" is not a DNS subdomain",
+            "modules[0] (a).permissions[0].verbs: \"read\" is not a verb",
+            "modules[0] (a).permissions[0].resources: \"pods/log/x\" is not a resource",
+            "modules[0] (a).permissions[0].resources: \"Secrets\" is not a resource",
+            "modules[0] (a).permissions[1].verbs: lists no verb",
+            "modules[0] (a).permissions[1].resources: lists no resource",
+            "modules[0] (a).permissions[1].apiGroups: \"apps/v1\" is not an API group",
+        ];
+        for want in expected {
+            assert!(
+                found.iter().any(|p| p.starts_with(want)),
+                "missing {want:?} in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
     }
 
     #[test]

@@ -36,7 +36,7 @@ use crate::host::Host;
 use crate::memory_cap::{MemoryCap, MemoryLimitExceeded};
 use crate::ops::{Delivery, OpTable};
 use crate::options::ModuleOptions;
-use crate::state::{HostState, OpContext};
+use crate::state::{Access, HostState, OpContext};
 use crate::stop::{Phase, StopHandle};
 use crate::wasi;
 
@@ -267,6 +267,20 @@ async fn run_inner(
         inner.upstream.cluster_url(),
         settings.env.iter().chain(&options.env),
     );
+    let Some(upstream) = inner
+        .identities
+        .upstream_for(options.service_account.as_ref())
+        .cloned()
+    else {
+        return ModuleOutcome::Failed(ModuleError::Internal(format!(
+            "the host has no client acting as ServiceAccount {}",
+            options
+                .service_account
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )));
+    };
     let (tx, rx) = mpsc::channel(settings.completion_queue.max(1));
     let state = HostState {
         name: name.clone(),
@@ -274,7 +288,12 @@ async fn run_inner(
         memory_cap: MemoryCap::new(options.memory_limit),
         ops: OpTable::new(),
         ctx: OpContext {
-            upstream: inner.upstream.clone(),
+            upstream,
+            access: Arc::new(Access {
+                module: name.to_string(),
+                permissions: options.permissions.clone(),
+            }),
+            metrics: inner.metrics.clone(),
             completions: tx,
             phase: stop.subscribe(),
             limits: settings.limits,
@@ -358,11 +377,13 @@ impl Running {
 
         tracing::debug!("calling `_start`");
         self.arm_deadline();
-        exports
+        let started = exports
             .start
             .call_async(&mut self.store, ())
             .await
-            .map_err(|err| self.entry_error(err, EXPORT_START))?;
+            .map_err(|err| self.entry_error(err, EXPORT_START));
+        self.record_memory();
+        started?;
         Ok(())
     }
 
@@ -414,8 +435,14 @@ impl Running {
             tracing::trace!(op = delivery.op, "dropping a completion of a cancelled op");
             return Ok(());
         }
-        if delivery.is_final {
-            ops.retire(delivery.op);
+        if delivery.is_final
+            && let Some((kind, took)) = ops.retire(delivery.op)
+        {
+            self.store
+                .data()
+                .ctx
+                .metrics
+                .observe_op(&self.name, kind, took);
         }
         let size = delivery.frame.len();
         let len = i32::try_from(size)
@@ -437,17 +464,28 @@ impl Running {
         )?;
 
         self.arm_deadline();
-        exports
+        let completed = exports
             .complete
             .call_async(&mut self.store, (op_to_wasm(delivery.op), ptr, len))
             .await
-            .map_err(|err| self.entry_error(err, EXPORT_COMPLETE))
+            .map_err(|err| self.entry_error(err, EXPORT_COMPLETE));
+        self.record_memory();
+        completed
     }
 
-    /// Starts the deadline of one guest entry.
+    /// Starts the deadline of one guest entry (and counts the entry).
     fn arm_deadline(&mut self) {
+        self.store.data().ctx.metrics.count_entry(&self.name);
         self.store.data_mut().begin_entry();
         self.store.set_epoch_deadline(1);
+    }
+
+    /// Records the size of the guest's linear memory.
+    fn record_memory(&mut self) {
+        if let Some(exports) = &self.exports {
+            let bytes = exports.memory.data_size(&self.store);
+            self.store.data().ctx.metrics.set_memory(&self.name, bytes);
+        }
     }
 
     fn entry_error(&self, err: wasmtime::Error, during: &'static str) -> ModuleOutcome {

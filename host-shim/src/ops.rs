@@ -29,6 +29,16 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// The op kind as a metrics label: `http`, `watch`, `delay`, `stop_signal`.
+    pub fn label(self) -> &'static str {
+        match self {
+            OpKind::Http => "http",
+            OpKind::Watch => "watch",
+            OpKind::Delay => "delay",
+            OpKind::StopSignal => "stop_signal",
+        }
+    }
+
     fn noun(self, count: usize) -> &'static str {
         match (self, count == 1) {
             (OpKind::Http, true) => "http request",
@@ -46,6 +56,7 @@ impl OpKind {
 struct LiveOp {
     kind: OpKind,
     task: AbortHandle,
+    started: std::time::Instant,
 }
 
 /// The live ops of one module, keyed by the ids the host issued to the guest.
@@ -77,7 +88,14 @@ impl OpTable {
         let id = self.next;
         self.next += 1;
         let task = spawn(id);
-        self.live.insert(id, LiveOp { kind, task });
+        self.live.insert(
+            id,
+            LiveOp {
+                kind,
+                task,
+                started: std::time::Instant::now(),
+            },
+        );
         id
     }
 
@@ -88,9 +106,12 @@ impl OpTable {
     }
 
     /// Forgets a finished op after its final completion has been delivered. Its task has
-    /// already ended (or is about to: it sends nothing after a final completion).
-    pub fn retire(&mut self, id: OpId) {
-        self.live.remove(&id);
+    /// already ended (or is about to: it sends nothing after a final completion). Returns its
+    /// kind and how long it lived, if it was live.
+    pub fn retire(&mut self, id: OpId) -> Option<(OpKind, std::time::Duration)> {
+        self.live
+            .remove(&id)
+            .map(|op| (op.kind, op.started.elapsed()))
     }
 
     /// Cancels a live op: aborts its task (dropping any upstream request or watch) and forgets

@@ -1,6 +1,8 @@
 //! What one module runs with beyond its wasm: its environment, arguments, default namespace,
-//! memory cap and restart policy (a manifest entry; see [`crate::manifest`]).
+//! memory cap, restart policy, identity and permissions (a manifest entry; see [`crate::manifest`]).
 
+use crate::identity::ServiceAccount;
+use crate::permissions::Permissions;
 use crate::restart::RestartPolicy;
 
 /// Per-module options. The default is what `host-shim run MODULE.wasm…` gives every module:
@@ -20,6 +22,11 @@ pub struct ModuleOptions {
     pub memory_limit: Option<usize>,
     /// When the module is started again after it ended.
     pub restart: RestartPolicy,
+    /// The ServiceAccount it acts as (see [`crate::identity`]); `None`: the host's own
+    /// identity.
+    pub service_account: Option<ServiceAccount>,
+    /// What it may do (see [`crate::permissions`]); `None`: anything its identity may.
+    pub permissions: Option<Permissions>,
 }
 
 impl Default for ModuleOptions {
@@ -30,6 +37,8 @@ impl Default for ModuleOptions {
             namespace: None,
             memory_limit: None,
             restart: RestartPolicy::Never,
+            service_account: None,
+            permissions: None,
         }
     }
 }

@@ -9,7 +9,9 @@ use tokio::sync::{mpsc, watch};
 use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::memory_cap::MemoryCap;
+use crate::metrics::Metrics;
 use crate::ops::{Delivery, OpTable};
+use crate::permissions::{Denied, Permissions};
 use crate::stop::Phase;
 use crate::upstream::Upstream;
 
@@ -41,8 +43,12 @@ impl Default for OpLimits {
 /// stop phase.
 #[derive(Clone)]
 pub struct OpContext {
-    /// The API server, through kube's client.
+    /// The API server, through kube's client acting as the module's identity.
     pub upstream: Upstream,
+    /// The module's name and permissions, checked before a request leaves the host.
+    pub access: Arc<Access>,
+    /// The host's metrics.
+    pub metrics: Metrics,
     /// The module's completion queue.
     pub completions: mpsc::Sender<Delivery>,
     /// The host's stop phase (`stop_signal` waits on it).
@@ -51,6 +57,28 @@ pub struct OpContext {
     pub limits: OpLimits,
     /// The tokio runtime op tasks are spawned on.
     pub runtime: Handle,
+}
+
+/// Who a module is and what it may do.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// The module's name (named in denials).
+    pub module: String,
+    /// Its allowlist; `None`: everything is allowed.
+    pub permissions: Option<Permissions>,
+}
+
+impl Access {
+    /// Checks a request with `method` to `path_and_query`.
+    ///
+    /// # Errors
+    /// [`Denied`] if the module's permissions do not allow it.
+    pub fn check(&self, method: &http::Method, path_and_query: &str) -> Result<(), Denied> {
+        match &self.permissions {
+            None => Ok(()),
+            Some(p) => p.check(&self.module, method, path_and_query),
+        }
+    }
 }
 
 /// The `T` of a module's `Store<T>`.

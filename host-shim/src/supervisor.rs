@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::backoff::BackoffState;
 use crate::host::Host;
+use crate::metrics::ModuleState;
 use crate::module::{LoadedModule, ModuleError, ModuleOutcome};
 use crate::stop::{Phase, StopHandle};
 
@@ -143,12 +144,18 @@ async fn supervise(host: Host, module: LoadedModule, stop: StopHandle) -> (Modul
     let mut backoff = BackoffState::new(host.settings().backoff);
     let mut phase = stop.subscribe();
     let mut restarts = 0;
+    let metrics = host.metrics().clone();
+    let name = module.name().to_owned();
+    metrics.count_restarts(&name, 0);
     loop {
         let started = Instant::now();
+        metrics.set_state(&name, ModuleState::Running);
         let outcome = host.run_module(module.clone(), &stop).await;
         if stop.phase() != Phase::Running || !policy.restarts_after(&outcome) {
+            metrics.set_state(&name, ModuleState::Stopped);
             return (outcome, restarts);
         }
+        metrics.set_state(&name, ModuleState::Backoff);
         let delay = backoff.delay_after(started.elapsed());
         tracing::warn!(
             "restarting module `{}` in {delay:?} (restart {}, policy {policy})",
@@ -156,8 +163,14 @@ async fn supervise(host: Host, module: LoadedModule, stop: StopHandle) -> (Modul
             restarts + 1
         );
         tokio::select! {
-            () = tokio::time::sleep(delay) => restarts += 1,
-            _ = phase.wait_for(|p| *p != Phase::Running) => return (outcome, restarts),
+            () = tokio::time::sleep(delay) => {
+                restarts += 1;
+                metrics.count_restarts(&name, 1);
+            }
+            _ = phase.wait_for(|p| *p != Phase::Running) => {
+                metrics.set_state(&name, ModuleState::Stopped);
+                return (outcome, restarts);
+            }
         }
     }
 }

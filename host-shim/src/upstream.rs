@@ -3,7 +3,7 @@
 //!
 //! Nothing here handles credentials or TLS: every request goes through [`kube::Client::send`],
 //! whose middleware adds the cluster URL, authentication and TLS exactly as for a native kube
-//! controller. An `authorization` header from the guest is dropped.
+//! controller. `authorization` and `impersonate-*` headers from the guest are dropped.
 
 use std::error::Error as StdError;
 use std::str::FromStr;
@@ -110,7 +110,8 @@ impl Upstream {
 }
 
 /// Turns an `http_request` envelope and its body into a request relative to the API server
-/// root. Drops any `authorization` header.
+/// root. Drops any `authorization` and `impersonate-*` header: a guest cannot choose its
+/// credentials or identity.
 ///
 /// # Errors
 /// `invalid_request` for a bad method, a URI that is not a path (with optional query)
@@ -126,8 +127,8 @@ pub fn build_http_request(
     for (name, value) in &req.headers {
         let name = HeaderName::from_str(name)
             .map_err(|e| invalid(format!("bad header name {name:?}: {e}")))?;
-        if name == AUTHORIZATION {
-            // The host authenticates; the guest never does.
+        if name == AUTHORIZATION || name.as_str().starts_with("impersonate-") {
+            // The host authenticates and chooses the identity; the guest never does.
             continue;
         }
         let value = HeaderValue::from_str(value)
@@ -319,6 +320,8 @@ mod tests {
                 ("Content-Type", "application/merge-patch+json"),
                 ("Authorization", "Bearer stolen"),
                 ("authorization", "Basic x"),
+                ("Impersonate-User", "system:admin"),
+                ("impersonate-group", "system:masters"),
             ],
         );
         let built = build_http_request(&req, b"{}".to_vec()).expect("valid");
@@ -332,6 +335,7 @@ mod tests {
             "application/merge-patch+json"
         );
         assert!(built.headers().get(AUTHORIZATION).is_none());
+        assert_eq!(built.headers().len(), 1, "{:?}", built.headers());
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //! - No response: `error` (`connect`, `timeout`, …); a body that breaks off: `error` with
 //!   `stream`; a line or body over the limit: `error` with `too_large`.
 //!
+//! - A request the module's [permissions](crate::permissions) refuse: one final `response`
+//!   of status 403 (a `Forbidden` `Status`), and nothing is sent upstream.
+//!
 //! Dropping the op's task (cancel, or the module ending) drops the request and its connection.
 
 use http_body_util::BodyExt;
@@ -15,10 +18,12 @@ use kube_wasm_abi::names::{IMPORT_HTTP_REQUEST, IMPORT_MODULE};
 use kube_wasm_abi::{
     Completion, ErrorCode, HttpRequest, LineFramer, OpError, ResponseMode, decode_frame,
 };
+use tracing::Instrument as _;
 use wasmtime::{Caller, Linker};
 
 use super::{BadAbiCall, memory, op_to_wasm};
 use crate::ops::{CompletionSink, ModuleGone, OpKind};
+use crate::permissions::Denied;
 use crate::state::{HostState, OpLimits};
 use crate::upstream::{self, Upstream};
 
@@ -39,15 +44,38 @@ fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmti
     let request = upstream::build_http_request(&frame.header, frame.body.to_vec());
     let state = caller.data_mut();
     let ctx = state.ctx.clone();
+    let denied = request
+        .as_ref()
+        .ok()
+        .and_then(|r| ctx.access.check(r.method(), &r.uri().to_string()).err());
     let id = state.ops.start(OpKind::Http, |id| {
         let sink = CompletionSink::new(id, ctx.completions.clone());
+        let task = async move {
+            let _ = match denied {
+                Some(denied) => send_denied(&denied, &sink).await,
+                None => run(ctx.upstream, request, mode, ctx.limits, &sink).await,
+            };
+        };
         ctx.runtime
-            .spawn(async move {
-                let _ = run(ctx.upstream, request, mode, ctx.limits, &sink).await;
-            })
+            .spawn(task.instrument(tracing::Span::current()))
             .abort_handle()
     });
     Ok(op_to_wasm(id))
+}
+
+/// Answers a request the module's permissions refuse as the API server answers a forbidden
+/// one: a final `response` of status 403 with a `Status` of reason `Forbidden`. Nothing is
+/// sent upstream.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn send_denied(denied: &Denied, sink: &CompletionSink) -> Result<(), ModuleGone> {
+    tracing::warn!("denied: {denied}");
+    let completion = Completion::Response {
+        status: 403,
+        headers: vec![("content-type".into(), "application/json".into())],
+    };
+    sink.send(&completion, &denied.status_body()).await
 }
 
 /// Performs one request and sends its completions to `sink`.

@@ -6,14 +6,18 @@
 //! line (events of type `ERROR` included, unchanged), then `end` when the server closes the
 //! watch, or `error` with `stream` if it breaks off. The guest decides about resuming: one op is one upstream request.
 //!
+//! A watch the module's [permissions](crate::permissions) refuse is one final `response` of
+//! status 403 (a `Forbidden` `Status`); nothing is sent upstream.
+//!
 //! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
 //! the upstream watch.
 
 use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_WATCH};
 use kube_wasm_abi::{Completion, WatchRequest, decode_frame};
+use tracing::Instrument as _;
 use wasmtime::{Caller, Linker};
 
-use super::http::{LinePolicy, send_whole, stream_lines};
+use super::http::{LinePolicy, send_denied, send_whole, stream_lines};
 use super::{BadAbiCall, memory, op_to_wasm};
 use crate::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::state::{HostState, OpContext};
@@ -38,10 +42,11 @@ fn watch(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Res
     let id = state.ops.start(OpKind::Watch, |id| {
         let sink = CompletionSink::new(id, ctx.completions.clone());
         let runtime = ctx.runtime.clone();
+        let task = async move {
+            let _ = run(ctx, request, &sink).await;
+        };
         runtime
-            .spawn(async move {
-                let _ = run(ctx, request, &sink).await;
-            })
+            .spawn(task.instrument(tracing::Span::current()))
             .abort_handle()
     });
     Ok(op_to_wasm(id))
@@ -56,7 +61,13 @@ pub async fn run(
     request: WatchRequest,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
-    let response = match upstream::build_watch_request(&request) {
+    let http_request = upstream::build_watch_request(&request);
+    if let Ok(req) = &http_request
+        && let Err(denied) = ctx.access.check(req.method(), &req.uri().to_string())
+    {
+        return send_denied(&denied, sink).await;
+    }
+    let response = match http_request {
         Ok(http_request) => ctx.upstream.send(http_request).await,
         Err(err) => Err(err),
     };
@@ -77,6 +88,7 @@ pub async fn run(
         .await;
     }
     tracing::debug!(op = sink.op(), path = %request.path, "watch started");
+    let _open = ctx.metrics.watch_opened();
     let headers = upstream::header_pairs(response.headers());
     sink.send(
         &Completion::Head {

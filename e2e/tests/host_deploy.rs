@@ -1,0 +1,116 @@
+//! Every document of `deploy/` is accepted by a real apiserver: a server-side dry run
+//! (`dryRun=All`) of each, typed with k8s-openapi. Namespaces are created for real (they
+//! must exist for the dry runs of what they hold).
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, PostParams};
+use kube::core::NamespaceResourceScope;
+use kube_wasm_e2e::client;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::path::Path;
+
+fn documents() -> Vec<Value> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let mut docs = Vec::new();
+    for file in ["example-module.yaml", "host-shim.yaml"] {
+        let text = std::fs::read_to_string(dir.join(file)).expect("a deploy file");
+        for doc in text.split("\n---\n") {
+            docs.push(serde_saphyr::from_str::<Value>(doc).expect("a YAML document"));
+        }
+    }
+    docs
+}
+
+fn typed<K: DeserializeOwned>(doc: &Value) -> K {
+    serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{e}: {doc}"))
+}
+
+async fn dry_run_namespaced<K>(client: &kube::Client, doc: &Value)
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    let object: K = typed(doc);
+    let ns = doc["metadata"]["namespace"].as_str().expect("a namespace");
+    Api::<K>::namespaced(client.clone(), ns)
+        .create(
+            &PostParams {
+                dry_run: true,
+                field_manager: None,
+            },
+            &object,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("dry run of {doc}: {e}"));
+}
+
+async fn dry_run_cluster<K>(client: &kube::Client, doc: &Value)
+where
+    K: kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+{
+    let object: K = typed(doc);
+    Api::<K>::all(client.clone())
+        .create(
+            &PostParams {
+                dry_run: true,
+                field_manager: None,
+            },
+            &object,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("dry run of {doc}: {e}"));
+}
+
+#[tokio::test]
+async fn every_deploy_document_passes_a_server_side_dry_run() {
+    let client = client().await;
+    let docs = documents();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for doc in docs.iter().filter(|d| d["kind"] == "Namespace") {
+        match namespaces.create(&PostParams::default(), &typed(doc)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => panic!("namespace {doc}: {e}"),
+        }
+    }
+    let mut kinds = Vec::new();
+    for doc in &docs {
+        let kind = doc["kind"].as_str().expect("a kind").to_owned();
+        match kind.as_str() {
+            "Namespace" => {}
+            "ServiceAccount" => dry_run_namespaced::<ServiceAccount>(&client, doc).await,
+            "ConfigMap" => dry_run_namespaced::<ConfigMap>(&client, doc).await,
+            "Deployment" => dry_run_namespaced::<Deployment>(&client, doc).await,
+            "Role" => dry_run_namespaced::<Role>(&client, doc).await,
+            "RoleBinding" => dry_run_namespaced::<RoleBinding>(&client, doc).await,
+            "ClusterRole" => dry_run_cluster::<ClusterRole>(&client, doc).await,
+            "ClusterRoleBinding" => dry_run_cluster::<ClusterRoleBinding>(&client, doc).await,
+            other => panic!("no dry run for kind {other}"),
+        }
+        kinds.push(kind);
+    }
+    for want in [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "Role",
+        "RoleBinding",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k == want),
+            "deploy/ has a {want}: {kinds:?}"
+        );
+    }
+}

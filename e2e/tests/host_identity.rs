@@ -1,0 +1,263 @@
+//! Identity and permissions against the real apiserver: a module whose permissions leave out
+//! `secrets` gets 403 `Forbidden` values for them and the apiserver never sees those requests;
+//! a module with a `serviceAccount` acts as that account (the audit log shows it impersonated),
+//! within the RBAC the account has; the metrics endpoint shows both modules.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
+use kube_wasm_e2e::{
+    audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
+};
+use std::time::Duration;
+
+fn labelled(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("n".to_string(), name.to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    }
+}
+
+fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(resources.iter().map(|s| (*s).to_string()).collect()),
+        verbs: verbs.iter().map(|s| (*s).to_string()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+/// Creates ServiceAccount `name` in `ns` with a Role letting it run configmap-mirror there.
+async fn mirror_account(client: &kube::Client, ns: &str, name: &str) {
+    let pp = PostParams::default();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &ServiceAccount {
+                metadata: meta(name),
+                ..ServiceAccount::default()
+            },
+        )
+        .await
+        .expect("service account");
+    Api::<Role>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &Role {
+                metadata: meta(name),
+                rules: Some(vec![
+                    rule(&["configmaps"], &["get", "list", "watch"]),
+                    rule(&["secrets"], &["get", "list", "create", "patch", "delete"]),
+                ]),
+            },
+        )
+        .await
+        .expect("role");
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &RoleBinding {
+                metadata: meta(name),
+                role_ref: RoleRef {
+                    api_group: Some("rbac.authorization.k8s.io".into()),
+                    kind: "Role".into(),
+                    name: name.into(),
+                },
+                subjects: Some(vec![Subject {
+                    kind: "ServiceAccount".into(),
+                    name: name.into(),
+                    namespace: Some(ns.into()),
+                    ..Subject::default()
+                }]),
+            },
+        )
+        .await
+        .expect("role binding");
+}
+
+#[tokio::test]
+async fn denied_requests_are_403_values_and_modules_act_as_their_service_account() {
+    let client = client().await;
+    let denied_ns = fresh_namespace(&client, "denied").await;
+    let acting_ns = fresh_namespace(&client, "acting").await;
+    mirror_account(&client, &acting_ns, "mirror").await;
+    for ns in [&denied_ns, &acting_ns] {
+        Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &labelled("cm-1"))
+            .await
+            .expect("configmap");
+    }
+
+    let dir = scratch_dir().join(format!("identity-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let entries = [
+        Entry::new("denied", "configmap-mirror")
+            .namespace(&denied_ns)
+            .field("restartPolicy: Never")
+            .field("permissions: [{verbs: [get, list, watch], resources: [configmaps]}]"),
+        Entry::new("acting", "configmap-mirror")
+            .namespace(&acting_ns)
+            .field(&format!(
+                "serviceAccount: {{namespace: {acting_ns}, name: mirror}}"
+            )),
+    ];
+    let manifest = write_manifest(&dir, "host.yaml", "", &entries);
+    let kubeconfig = kubeconfig_for(&acting_ns, &dir);
+    let metrics_addr = free_local_addr();
+    let mut host = start_manifest_with(&kubeconfig, &manifest, &["--metrics-addr", &metrics_addr]);
+
+    // The denied module's kube client got a 403 Forbidden Status for its secrets request, and
+    // the error ended it.
+    host.stderr
+        .wait_for(
+            "module `denied` exited with status 1",
+            Duration::from_secs(60),
+        )
+        .expect("the denied module fails on its first secrets request");
+    let errors: Vec<String> = host
+        .stderr
+        .snapshot()
+        .into_iter()
+        .filter(|l| l.starts_with("[denied] "))
+        .collect();
+    let errors = errors.join("\n");
+    assert!(
+        errors.contains("module \"denied\" may not patch resource \"secrets\""),
+        "the guest sees the host's Forbidden Status:\n{errors}"
+    );
+    assert!(
+        errors.contains("ApiError")
+            && errors.contains("code: 403")
+            && errors.contains("reason: \"Forbidden\""),
+        "a kube::Error::Api with code 403 and reason Forbidden:\n{errors}"
+    );
+    let host_log = host.stderr.snapshot().join("\n");
+    assert!(
+        host_log.contains("denied: module \"denied\" may not patch resource \"secrets\""),
+        "the host logs the denial:\n{host_log}"
+    );
+
+    // The acting module mirrors, as its ServiceAccount.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &acting_ns);
+    eventually(Duration::from_secs(30), "the mirror to mirror", || async {
+        secrets.get_opt("cm-1").await.ok().flatten()
+    })
+    .await;
+
+    // The metrics endpoint shows both modules: the healthy one running, entered, never
+    // restarted; the denied one stopped.
+    let text = scrape(&metrics_addr);
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    assert_eq!(
+        value(r#"kube_wasm_module_state{module="acting",state="running"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"kube_wasm_module_state{module="denied",state="stopped"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"kube_wasm_module_restarts_total{module="acting"}"#),
+        0.0
+    );
+    assert!(value(r#"kube_wasm_module_entries_total{module="acting"}"#) > 2.0);
+    assert!(value(r#"kube_wasm_module_memory_bytes{module="acting"}"#) >= 65536.0);
+    assert!(
+        value(r#"kube_wasm_module_op_duration_seconds_count{module="acting",kind="http"}"#) >= 2.0
+    );
+    assert_eq!(
+        value("kube_wasm_upstream_watches"),
+        1.0,
+        "the acting module's watch"
+    );
+
+    // The apiserver saw the denied module's allowed configmaps requests, and no secrets request.
+    let allowed = audited_requests("configmaps", &denied_ns);
+    assert!(
+        allowed.iter().any(|r| r.verb == "list"),
+        "the allowed list reached the apiserver: {allowed:?}"
+    );
+    let secrets_seen = audited_requests("secrets", &denied_ns);
+    assert!(
+        secrets_seen.is_empty(),
+        "no secrets request of the denied module reached the apiserver: {secrets_seen:?}"
+    );
+    let status = host.terminate(Duration::from_secs(30)).expect("host exits");
+    assert!(!status.success(), "the denied module failed");
+
+    // Every request of the acting module was made by the host's user acting as the module's
+    // ServiceAccount (the test itself only creates configmaps and gets secrets there). An
+    // watch shows its impersonated user once its ResponseStarted stage is logged: when it closes.
+    let user = format!("system:serviceaccount:{acting_ns}:mirror");
+    let acting_requests = || {
+        [
+            ("configmaps", ["list", "watch"]),
+            ("secrets", ["list", "patch"]),
+        ]
+        .into_iter()
+        .flat_map(|(resource, verbs)| {
+            audited_requests(resource, &acting_ns)
+                .into_iter()
+                .filter(move |r| verbs.contains(&r.verb.as_str()))
+                .map(move |r| (resource, r))
+        })
+        .collect::<Vec<_>>()
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the acting module's requests, impersonated, in the audit log",
+        || async {
+            let requests = acting_requests();
+            let kinds = requests
+                .iter()
+                .map(|(res, r)| (*res, r.verb.clone()))
+                .collect::<std::collections::HashSet<_>>();
+            let done = kinds.len() == 4
+                && requests
+                    .iter()
+                    .all(|(_, r)| r.impersonated_user.as_deref() == Some(user.as_str()));
+            done.then_some(())
+        },
+    )
+    .await;
+    for (resource, request) in acting_requests() {
+        assert_eq!(request.user, "kube-wasm-admin", "{resource} {request:?}");
+    }
+}
+
+/// A free loopback address (bound and released at once).
+fn free_local_addr() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").to_string()
+}
+
+/// `GET /metrics` from the host's metrics endpoint.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint listens");
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .expect("request sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response read");
+    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
+    response
+}

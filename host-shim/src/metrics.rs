@@ -1,0 +1,278 @@
+//! The host's Prometheus metrics (served by [`crate::metrics_server`]), kept with the
+//! `prometheus-client` crate. Every series of a module carries a `module` label.
+//!
+//! | metric | type | labels | meaning |
+//! |---|---|---|---|
+//! | `kube_wasm_module_state` | gauge | module, state | 1 for the module's current state (`running`, `backoff`, `stopped`), 0 for the others |
+//! | `kube_wasm_module_memory_bytes` | gauge | module | linear memory size after the last guest entry, in bytes |
+//! | `kube_wasm_module_entries_total` | counter | module | calls into the guest (`_start`, `kube_wasm_alloc`, `kube_wasm_complete`, …) |
+//! | `kube_wasm_module_op_duration_seconds` | histogram | module, kind | time from an op's start to the delivery of its final completion (`http`, `watch`, `delay`, `stop_signal`); cancelled ops are not observed |
+//! | `kube_wasm_module_restarts_total` | counter | module | restarts by the supervisor |
+//! | `kube_wasm_upstream_watches` | gauge | | upstream watches open now (all modules) |
+//! | `kube_wasm_cache_entries`, `kube_wasm_cache_bytes` | gauge | | precompiled modules in the cache folder and their size, read at each scrape |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::ops::OpKind;
+
+/// A module's lifecycle state, as the `state` label shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModuleState {
+    /// Its instance runs (`running`).
+    Running,
+    /// It ended and waits for its restart delay (`backoff`).
+    Backoff,
+    /// It ended for good (`stopped`).
+    Stopped,
+}
+
+impl ModuleState {
+    /// The `state` label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            ModuleState::Running => "running",
+            ModuleState::Backoff => "backoff",
+            ModuleState::Stopped => "stopped",
+        }
+    }
+}
+
+const STATES: [ModuleState; 3] = [
+    ModuleState::Running,
+    ModuleState::Backoff,
+    ModuleState::Stopped,
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ModuleLabels {
+    module: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabels {
+    module: String,
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OpLabels {
+    module: String,
+    kind: &'static str,
+}
+
+fn op_histogram() -> Histogram {
+    // 1 ms … ~4.4 min: quick GETs to long watches.
+    Histogram::new(exponential_buckets(0.001, 4.0, 10))
+}
+
+/// The metrics of one host. Cheap to clone; clones share the series.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    state: Family<StateLabels, Gauge>,
+    memory: Family<ModuleLabels, Gauge>,
+    entries: Family<ModuleLabels, Counter>,
+    op_seconds: Family<OpLabels, Histogram, fn() -> Histogram>,
+    restarts: Family<ModuleLabels, Counter>,
+    watches: Gauge,
+    cache_entries: Gauge,
+    cache_bytes: Gauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Empty metrics, registered under the `kube_wasm` prefix.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("kube_wasm");
+        let metrics = Self {
+            registry: Arc::default(),
+            state: Family::default(),
+            memory: Family::default(),
+            entries: Family::default(),
+            op_seconds: Family::new_with_constructor(op_histogram),
+            restarts: Family::default(),
+            watches: Gauge::default(),
+            cache_entries: Gauge::default(),
+            cache_bytes: Gauge::default(),
+        };
+        registry.register(
+            "module_state",
+            "1 for the module's current state, 0 for the others",
+            metrics.state.clone(),
+        );
+        registry.register(
+            "module_memory_bytes",
+            "Linear memory size after the last guest entry, in bytes",
+            metrics.memory.clone(),
+        );
+        registry.register(
+            "module_entries",
+            "Calls into the guest",
+            metrics.entries.clone(),
+        );
+        registry.register(
+            "module_op_duration_seconds",
+            "Time from an op's start to the delivery of its final completion",
+            metrics.op_seconds.clone(),
+        );
+        registry.register(
+            "module_restarts",
+            "Restarts of the module by the supervisor",
+            metrics.restarts.clone(),
+        );
+        registry.register(
+            "upstream_watches",
+            "Upstream watches open now",
+            metrics.watches.clone(),
+        );
+        registry.register(
+            "cache_entries",
+            "Precompiled modules in the cache folder",
+            metrics.cache_entries.clone(),
+        );
+        registry.register(
+            "cache_bytes",
+            "Size of the precompiled modules in the cache folder, in bytes",
+            metrics.cache_bytes.clone(),
+        );
+        Self {
+            registry: Arc::new(registry),
+            ..metrics
+        }
+    }
+
+    fn module(module: &str) -> ModuleLabels {
+        ModuleLabels {
+            module: module.to_owned(),
+        }
+    }
+
+    /// Sets `module`'s state (and clears its other states).
+    pub fn set_state(&self, module: &str, state: ModuleState) {
+        for s in STATES {
+            let labels = StateLabels {
+                module: module.to_owned(),
+                state: s.label(),
+            };
+            self.state.get_or_create(&labels).set(i64::from(s == state));
+        }
+    }
+
+    /// Records `module`'s linear memory size.
+    pub fn set_memory(&self, module: &str, bytes: usize) {
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.memory.get_or_create(&Self::module(module)).set(bytes);
+    }
+
+    /// Counts one call into `module`.
+    pub fn count_entry(&self, module: &str) {
+        self.entries.get_or_create(&Self::module(module)).inc();
+    }
+
+    /// Records an op of `kind` of `module` that took `took` from start to final delivery.
+    pub fn observe_op(&self, module: &str, kind: OpKind, took: Duration) {
+        let labels = OpLabels {
+            module: module.to_owned(),
+            kind: kind.label(),
+        };
+        self.op_seconds
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one restart of `module` (and makes its counter exist at 0 if `by` is 0).
+    pub fn count_restarts(&self, module: &str, by: u64) {
+        self.restarts
+            .get_or_create(&Self::module(module))
+            .inc_by(by);
+    }
+
+    /// Counts an upstream watch as open until the returned guard is dropped.
+    pub fn watch_opened(&self) -> OpenWatch {
+        self.watches.inc();
+        OpenWatch(self.watches.clone())
+    }
+
+    /// Sets the cache folder's entry count and size in bytes.
+    pub fn set_cache(&self, entries: u64, bytes: u64) {
+        self.cache_entries
+            .set(i64::try_from(entries).unwrap_or(i64::MAX));
+        self.cache_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// The metrics in the Prometheus text format (OpenMetrics flavour, ending in `# EOF`).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// An open upstream watch; dropping it counts the watch as closed.
+#[derive(Debug)]
+pub struct OpenWatch(Gauge);
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_carry_the_module_and_move() {
+        let metrics = Metrics::new();
+        metrics.set_state("a", ModuleState::Running);
+        metrics.set_state("a", ModuleState::Backoff);
+        metrics.count_entry("a");
+        metrics.count_entry("a");
+        metrics.count_restarts("a", 1);
+        metrics.set_memory("a", 1 << 20);
+        metrics.observe_op("a", OpKind::Http, Duration::from_millis(3));
+        let watch = metrics.watch_opened();
+        let _second = metrics.watch_opened();
+        drop(watch);
+        metrics.set_cache(2, 4096);
+        let text = metrics.encode();
+        for line in [
+            "kube_wasm_module_state{module=\"a\",state=\"running\"} 0",
+            "kube_wasm_module_state{module=\"a\",state=\"backoff\"} 1",
+            "kube_wasm_module_entries_total{module=\"a\"} 2",
+            "kube_wasm_module_restarts_total{module=\"a\"} 1",
+            "kube_wasm_module_memory_bytes{module=\"a\"} 1048576",
+            "kube_wasm_module_op_duration_seconds_count{module=\"a\",kind=\"http\"} 1",
+            "kube_wasm_upstream_watches 1",
+            "kube_wasm_cache_entries 2",
+            "kube_wasm_cache_bytes 4096",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+    }
+}
