@@ -218,6 +218,7 @@ async fn run_inner(
         name: name.clone(),
         wasi: wasi::module_wasi(&name, &env, &settings.output),
         ops: OpTable::new(),
+        streams: Default::default(),
         ctx: OpContext {
             upstream: inner.upstream.clone(),
             completions: tx,

@@ -26,6 +26,10 @@ pub enum OpKind {
     Delay,
     /// `stop_signal`.
     StopSignal,
+    /// `stream_open`: a websocket relayed to the guest.
+    Stream,
+    /// `stream_send`: one message queued on a stream.
+    StreamSend,
 }
 
 impl OpKind {
@@ -39,6 +43,10 @@ impl OpKind {
             (OpKind::Delay, false) => "delays",
             (OpKind::StopSignal, true) => "stop signal",
             (OpKind::StopSignal, false) => "stop signals",
+            (OpKind::Stream, true) => "stream",
+            (OpKind::Stream, false) => "streams",
+            (OpKind::StreamSend, true) => "stream send",
+            (OpKind::StreamSend, false) => "stream sends",
         }
     }
 }

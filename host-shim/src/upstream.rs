@@ -85,6 +85,19 @@ impl Upstream {
     ) -> Result<http::Response<Body>, OpError> {
         self.client.send(request).await.map_err(request_error)
     }
+
+    /// Opens a websocket through kube's [`kube::Client::connect`], which adds the upgrade
+    /// headers and the channel subprotocols (v5, v4) and authenticates.
+    ///
+    /// # Errors
+    /// The [`kube::Error`] of the upgrade: `Api` for a refused upgrade (403, 404, …), else a
+    /// connection or handshake failure.
+    pub async fn connect(
+        &self,
+        request: http::Request<Vec<u8>>,
+    ) -> Result<kube::client::Connection, kube::Error> {
+        self.client.connect(request).await
+    }
 }
 
 /// Turns an `http_request` envelope and its body into a request relative to the API server
