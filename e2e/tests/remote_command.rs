@@ -39,6 +39,10 @@ fn framed(channel: u8, payload: &[u8]) -> Message {
 }
 
 /// One websocket session, behaving by the path of the upgrade request.
+#[allow(
+    clippy::result_large_err,
+    reason = "the handshake callback's error type is tungstenite's"
+)]
 async fn session(tcp: TcpStream, protocol: &'static str) -> anyhow::Result<()> {
     let mut uri = String::new();
     let callback = |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
