@@ -28,6 +28,11 @@ pub struct StreamOpen {
     /// with `stream_credit` (see [`DEFAULT_STREAM_CREDIT`]).
     #[serde(default = "default_credit")]
     pub credit: u32,
+    /// Seconds between the websocket pings the host sends to keep an idle connection alive,
+    /// counted from the open; 0 (the default) for none. kube 5.0's exec and attach sessions
+    /// ping every 60 s; its portforward and its bare `Client::connect` never do.
+    #[serde(default)]
+    pub keepalive_secs: u32,
 }
 
 fn get() -> String {
@@ -75,6 +80,7 @@ mod tests {
                 .expect("decodes");
         assert_eq!(open.method, "GET");
         assert_eq!(open.credit, DEFAULT_STREAM_CREDIT);
+        assert_eq!(open.keepalive_secs, 0);
         assert!(open.headers.is_empty());
     }
 

@@ -302,3 +302,42 @@ fn every_read_grants_the_host_one_more_message() {
     }
     assert_eq!(host.granted_credit(stream), 5);
 }
+
+#[test]
+fn exec_and_attach_ask_for_keepalive_pings_as_kube_sends_portforward_and_connect_do_not() {
+    let host = FakeHost::install();
+    let keepalive_of = |submitted: Vec<Submitted>| match &submitted[..] {
+        [Submitted::StreamOpen { request, .. }] => request.keepalive_secs,
+        other => panic!("expected one stream_open, got {other:?}"),
+    };
+    let _exec = host.spawn(async {
+        pods()
+            .exec("p", vec!["ls"], &AttachParams::default())
+            .await
+            .map(|_| ())
+    });
+    host.run_until_stalled();
+    assert_eq!(keepalive_of(host.take_submitted()), 60);
+    let _attach = host.spawn(async {
+        pods()
+            .attach("p", &AttachParams::default())
+            .await
+            .map(|_| ())
+    });
+    host.run_until_stalled();
+    assert_eq!(keepalive_of(host.take_submitted()), 60);
+    let _portforward = host.spawn(async { pods().portforward("p", &[80]).await.map(|_| ()) });
+    host.run_until_stalled();
+    assert_eq!(keepalive_of(host.take_submitted()), 0);
+    let _connect = host.spawn(async {
+        let request = http::Request::get("/api/v1/namespaces/ns/pods/p/exec?command=ls")
+            .body(Vec::new())
+            .expect("request");
+        Client::for_host("default")
+            .connect(request)
+            .await
+            .map(|_| ())
+    });
+    host.run_until_stalled();
+    assert_eq!(keepalive_of(host.take_submitted()), 0);
+}

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
@@ -84,6 +85,7 @@ fn stream_open(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtim
         .map_err(|e| BadAbiCall::new(IMPORT_STREAM_OPEN, e.to_string()))?;
     let open = frame.header;
     let request = build_upgrade_request(&open);
+    let keepalive = Duration::from_secs(open.keepalive_secs.into());
     let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
     let credit = Arc::new(Semaphore::new(permits(open.credit)));
     let state = caller.data_mut();
@@ -95,7 +97,12 @@ fn stream_open(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtim
         ctx.runtime
             .clone()
             .spawn(async move {
-                let _ = run(ctx, request, outgoing_rx, task_credit, &sink).await;
+                let streams = Relay {
+                    outgoing: outgoing_rx,
+                    credit: task_credit,
+                    keepalive,
+                };
+                let _ = run(ctx, request, streams, &sink).await;
             })
             .abort_handle()
     });
@@ -226,6 +233,26 @@ pub fn build_upgrade_request(open: &StreamOpen) -> Result<http::Request<Vec<u8>>
     Ok(request)
 }
 
+/// The host-side ends a stream task relays with.
+struct Relay {
+    /// What the guest sends.
+    outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    /// The guest's credit for deliveries.
+    credit: Arc<Semaphore>,
+    /// Time between keepalive pings; zero for none.
+    keepalive: Duration,
+}
+
+/// Waits for the next keepalive ping is due; never, without keepalive.
+async fn keepalive_tick(interval: &mut Option<tokio::time::Interval>) {
+    match interval {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// Opens one stream and relays it until it closes, fails or the op is dropped.
 ///
 /// # Errors
@@ -233,10 +260,14 @@ pub fn build_upgrade_request(open: &StreamOpen) -> Result<http::Request<Vec<u8>>
 async fn run(
     ctx: OpContext,
     request: Result<http::Request<Vec<u8>>, OpError>,
-    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
-    credit: Arc<Semaphore>,
+    relay: Relay,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
+    let Relay {
+        mut outgoing,
+        credit,
+        keepalive,
+    } = relay;
     let request = match request {
         Ok(request) => request,
         Err(err) => return sink.send(&Completion::Error(err), b"").await,
@@ -271,16 +302,33 @@ async fn run(
     )
     .await?;
     let (mut ws_sink, mut ws_stream) = connection.into_stream().split();
+    let mut pings = (!keepalive.is_zero()).then(|| {
+        let mut interval =
+            tokio::time::interval_at(tokio::time::Instant::now() + keepalive, keepalive);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        interval
+    });
     let writer = async {
-        while let Some(Outgoing { message, done }) = outgoing.recv().await {
-            let result = ws_sink
-                .send(message)
-                .await
-                .map_err(|e| OpError::new(ErrorCode::Stream, e.to_string()));
-            let failed = result.is_err();
-            let _ = done.send(result);
-            if failed {
-                break;
+        loop {
+            tokio::select! {
+                next = outgoing.recv() => {
+                    let Some(Outgoing { message, done }) = next else { break };
+                    let result = ws_sink
+                        .send(message)
+                        .await
+                        .map_err(|e| OpError::new(ErrorCode::Stream, e.to_string()));
+                    let failed = result.is_err();
+                    let _ = done.send(result);
+                    if failed {
+                        break;
+                    }
+                }
+                () = keepalive_tick(&mut pings) => {
+                    // A failed ping means a broken connection, which the reader reports.
+                    if ws_sink.send(Message::Ping(Default::default())).await.is_err() {
+                        break;
+                    }
+                }
             }
         }
         // Keep the reader going: the stream ends when the server closes it.
@@ -333,6 +381,7 @@ mod tests {
                 .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
                 .collect(),
             credit: 4,
+            keepalive_secs: 0,
         }
     }
 

@@ -10,6 +10,11 @@ use kube_core::subresource::AttachParams;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 
+/// Seconds between the websocket pings that keep an idle exec or attach session alive (the
+/// host sends them), as kube's message loop pings every 60 s. Portforward does not ping, as
+/// in kube.
+const KEEPALIVE_SECS: u32 = 60;
+
 /// Marks resources that can be attached to (`Pod`), as kube's `api::Attach`.
 pub trait Attach {}
 
@@ -37,7 +42,10 @@ where
     pub async fn attach(&self, name: &str, ap: &AttachParams) -> Result<AttachedProcess> {
         let mut req = self.request.attach(name, ap).map_err(Error::BuildRequest)?;
         req.extensions_mut().insert("attach");
-        let connection = self.client.connect(req).await?;
+        let connection = self
+            .client
+            .connect_with_keepalive(req, KEEPALIVE_SECS)
+            .await?;
         Ok(AttachedProcess::new(connection, ap))
     }
 }
@@ -65,7 +73,10 @@ where
             .exec(name, command, ap)
             .map_err(Error::BuildRequest)?;
         req.extensions_mut().insert("exec");
-        let connection = self.client.connect(req).await?;
+        let connection = self
+            .client
+            .connect_with_keepalive(req, KEEPALIVE_SECS)
+            .await?;
         Ok(AttachedProcess::new(connection, ap))
     }
 }

@@ -49,12 +49,23 @@ impl Client {
     /// cannot reach it or the handshake fails; [`Error::BuildRequest`](crate::Error::BuildRequest)
     /// for a header that is not text.
     pub async fn connect(&self, request: http::Request<Vec<u8>>) -> Result<Connection> {
+        self.connect_with_keepalive(request, 0).await
+    }
+
+    /// [`connect`](Self::connect), with the host pinging the server every `keepalive_secs`
+    /// seconds (0: never), as kube's exec and attach sessions do every 60 s.
+    pub(crate) async fn connect_with_keepalive(
+        &self,
+        request: http::Request<Vec<u8>>,
+        keepalive_secs: u32,
+    ) -> Result<Connection> {
         let (envelope, _body) = self.envelope(request, kube_wasm_abi::ResponseMode::Whole)?;
         let mut op = Op::stream_open(&StreamOpen {
             method: envelope.method,
             uri: envelope.uri,
             headers: envelope.headers,
             credit: WINDOW,
+            keepalive_secs,
         });
         let Some(delivery) = op.next_delivery().await else {
             return Err(protocol_violation("the stream ended before it opened"));
