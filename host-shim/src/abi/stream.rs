@@ -44,6 +44,10 @@ const HANDSHAKE_HEADERS: &[&str] = &[
     "sec-websocket-extensions",
 ];
 
+/// The longest close reason a websocket close frame carries, in bytes (125 bytes of control
+/// frame payload, less the 2-byte code).
+const MAX_CLOSE_REASON: usize = 123;
+
 /// One message the guest queued, and where to report that it went out.
 struct Outgoing {
     message: Message,
@@ -192,6 +196,15 @@ fn to_message(send: StreamSend, body: &[u8]) -> Result<Message, OpError> {
                 )
             })?;
             Message::text(text)
+        }
+        StreamSend::Close { reason, .. } if reason.len() > MAX_CLOSE_REASON => {
+            return Err(OpError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "close reason of {} bytes: a websocket allows {MAX_CLOSE_REASON}",
+                    reason.len()
+                ),
+            ));
         }
         StreamSend::Close { code, reason } => Message::Close(code.map(|code| CloseFrame {
             code: CloseCode::from(code),
@@ -426,6 +439,12 @@ mod tests {
             Message::text("hi")
         );
         let err = to_message(StreamSend::Text {}, b"\xff").expect_err("not UTF-8");
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
+        let long = StreamSend::Close {
+            code: Some(1000),
+            reason: "x".repeat(124),
+        };
+        let err = to_message(long, b"").expect_err("reason too long");
         assert_eq!(err.code, ErrorCode::InvalidRequest);
         let Message::Close(Some(frame)) = to_message(
             StreamSend::Close {
