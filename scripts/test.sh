@@ -30,7 +30,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 # and the e2e guests.
 programs=(
   -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
-  -p multi-watch -p api-checks -p hostile
+  -p multi-watch -p api-checks -p hostile -p remote-command
 )
 
 step "build the host shim, and the e2e programs natively and for wasm32-wasip1"

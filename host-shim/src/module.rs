@@ -287,6 +287,7 @@ async fn run_inner(
         wasi: wasi::module_wasi(&name, &options.args, &env, &settings.output),
         memory_cap: MemoryCap::new(options.memory_limit),
         ops: OpTable::new(),
+        streams: Default::default(),
         ctx: OpContext {
             upstream,
             access: Arc::new(Access {

@@ -26,16 +26,23 @@ pub enum OpKind {
     Delay,
     /// `stop_signal`.
     StopSignal,
+    /// `stream_open`: a websocket relayed to the guest.
+    Stream,
+    /// `stream_send`: one message queued on a stream.
+    StreamSend,
 }
 
 impl OpKind {
-    /// The op kind as a metrics label: `http`, `watch`, `delay`, `stop_signal`.
+    /// The op kind as a metrics label: `http`, `watch`, `delay`, `stop_signal`, `stream`,
+    /// `stream_send`.
     pub fn label(self) -> &'static str {
         match self {
             OpKind::Http => "http",
             OpKind::Watch => "watch",
             OpKind::Delay => "delay",
             OpKind::StopSignal => "stop_signal",
+            OpKind::Stream => "stream",
+            OpKind::StreamSend => "stream_send",
         }
     }
 
@@ -49,6 +56,10 @@ impl OpKind {
             (OpKind::Delay, false) => "delays",
             (OpKind::StopSignal, true) => "stop signal",
             (OpKind::StopSignal, false) => "stop signals",
+            (OpKind::Stream, true) => "stream",
+            (OpKind::Stream, false) => "streams",
+            (OpKind::StreamSend, true) => "stream send",
+            (OpKind::StreamSend, false) => "stream sends",
         }
     }
 }

@@ -91,6 +91,8 @@ pub struct HostState {
     pub memory_cap: MemoryCap,
     /// The module's live ops.
     pub ops: OpTable,
+    /// The writer ends and credit of the module's `stream_open` ops (ABI 1.1).
+    pub streams: crate::abi::stream::StreamTable,
     /// What op tasks need.
     pub ctx: OpContext,
     /// Whether the module ever called `stop_signal`: a module that never did is ended at once

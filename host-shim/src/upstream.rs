@@ -107,6 +107,25 @@ impl Upstream {
                 ))
             })
     }
+
+    /// Opens a websocket through kube's [`kube::Client::connect`], which adds the upgrade
+    /// headers and the channel subprotocols (v5, v4) and authenticates.
+    ///
+    /// # Errors
+    /// The [`kube::Error`] of the upgrade: `Api` for a refused upgrade (403, 404, …), else a
+    /// connection or handshake failure.
+    pub async fn connect(
+        &self,
+        request: http::Request<Vec<u8>>,
+    ) -> Result<kube::client::Connection, kube::Error> {
+        self.client.connect(request).await
+    }
+}
+
+/// Whether a guest may not set header `name`: `authorization` and `impersonate-*` — the host
+/// authenticates and chooses the identity, the guest never does.
+pub fn is_host_only_header(name: &HeaderName) -> bool {
+    name == AUTHORIZATION || name.as_str().starts_with("impersonate-")
 }
 
 /// Turns an `http_request` envelope and its body into a request relative to the API server
@@ -127,8 +146,7 @@ pub fn build_http_request(
     for (name, value) in &req.headers {
         let name = HeaderName::from_str(name)
             .map_err(|e| invalid(format!("bad header name {name:?}: {e}")))?;
-        if name == AUTHORIZATION || name.as_str().starts_with("impersonate-") {
-            // The host authenticates and chooses the identity; the guest never does.
+        if is_host_only_header(&name) {
             continue;
         }
         let value = HeaderValue::from_str(value)

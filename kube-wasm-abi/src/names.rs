@@ -24,6 +24,19 @@ pub const IMPORT_STOP_SIGNAL: &str = "stop_signal";
 /// did not know it (already finished or never issued). No completion follows a cancel.
 pub const IMPORT_CANCEL: &str = "cancel";
 
+/// `stream_open(ptr: i32, len: i32) -> i64` (ABI 1.1): open a websocket to the API server;
+/// the argument is a [`crate::StreamOpen`] frame. Returns the stream's op id.
+pub const IMPORT_STREAM_OPEN: &str = "stream_open";
+
+/// `stream_send(stream: i64, ptr: i32, len: i32) -> i64` (ABI 1.1): queue one message on a
+/// stream; the argument is a [`crate::StreamSend`] frame. Returns the id of the send op,
+/// which completes with `sent` once the host handed the message to the websocket.
+pub const IMPORT_STREAM_SEND: &str = "stream_send";
+
+/// `stream_credit(stream: i64, n: i32) -> i32` (ABI 1.1): allow the host to deliver `n` more
+/// `message` completions on a stream. Returns 1 if the stream is live, else 0.
+pub const IMPORT_STREAM_CREDIT: &str = "stream_credit";
+
 /// `kube_wasm_abi_version() -> i32`: the guest's packed ABI version
 /// (`major << 16 | minor`, see [`crate::pack_version`]).
 pub const EXPORT_ABI_VERSION: &str = "kube_wasm_abi_version";

@@ -111,6 +111,33 @@ pub enum Completion {
     Elapsed {},
     /// The host asks the module to stop (completes `stop_signal`). Final.
     Stop {},
+    /// A `stream_open` op: the websocket upgrade succeeded. `protocol` is the negotiated
+    /// subprotocol (e.g. `v5.channel.k8s.io`), empty if none. Body: empty. Not final. (ABI 1.1)
+    Opened {
+        /// The `Sec-WebSocket-Protocol` the server chose.
+        #[serde(default)]
+        protocol: String,
+    },
+    /// A `stream_open` op: one websocket message from the server; body is its payload. Takes
+    /// one unit of the stream's credit. Not final. (ABI 1.1)
+    Message {
+        /// Whether it was a text message (else binary).
+        #[serde(default)]
+        text: bool,
+    },
+    /// A `stream_open` op: the websocket closed (the server's close frame, or the connection
+    /// ended after the guest's). Body: empty. Final. (ABI 1.1)
+    Closed {
+        /// The close code the server sent, if any.
+        #[serde(default)]
+        code: Option<u16>,
+        /// The close reason the server sent (empty if none).
+        #[serde(default)]
+        reason: String,
+    },
+    /// A `stream_send` op: the host handed the message to the websocket. Body: empty.
+    /// Final. (ABI 1.1)
+    Sent {},
     /// The op failed. Final.
     Error(OpError),
 }
@@ -120,7 +147,11 @@ impl Completion {
     pub fn is_final(&self) -> bool {
         !matches!(
             self,
-            Completion::Head { .. } | Completion::Line {} | Completion::WatchEvent {}
+            Completion::Head { .. }
+                | Completion::Line {}
+                | Completion::WatchEvent {}
+                | Completion::Opened { .. }
+                | Completion::Message { .. }
         )
     }
 }

@@ -25,7 +25,9 @@
 
 use crate::executor::{self, JoinHandle, spawn_local};
 use crate::{entry, reactor};
-use kube_wasm_abi::{Completion, FrameError, HttpRequest, OpId, WatchRequest, encode_frame};
+use kube_wasm_abi::{
+    Completion, FrameError, HttpRequest, OpId, StreamOpen, StreamSend, WatchRequest, encode_frame,
+};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
@@ -64,6 +66,24 @@ pub enum Submitted {
         /// Op id.
         id: OpId,
     },
+    /// `stream_open` (ABI 1.1).
+    StreamOpen {
+        /// Op id of the stream.
+        id: OpId,
+        /// The decoded envelope header.
+        request: StreamOpen,
+    },
+    /// `stream_send` (ABI 1.1).
+    StreamSend {
+        /// Op id of the send.
+        id: OpId,
+        /// The stream it was queued on.
+        stream: OpId,
+        /// The decoded envelope header.
+        message: StreamSend,
+        /// The message payload.
+        body: Vec<u8>,
+    },
 }
 
 impl Submitted {
@@ -73,7 +93,9 @@ impl Submitted {
             Submitted::Http { id, .. }
             | Submitted::Watch { id, .. }
             | Submitted::Delay { id, .. }
-            | Submitted::StopSignal { id } => *id,
+            | Submitted::StopSignal { id }
+            | Submitted::StreamOpen { id, .. }
+            | Submitted::StreamSend { id, .. } => *id,
         }
     }
 }
@@ -84,6 +106,8 @@ struct State {
     live: BTreeSet<OpId>,
     cancelled: Vec<OpId>,
     bad_calls: Vec<String>,
+    /// Credit granted per stream with `stream_credit`, summed.
+    credit: BTreeMap<OpId, u64>,
     /// The virtual clock: `epoch + elapsed`.
     epoch: Instant,
     elapsed: Duration,
@@ -143,6 +167,7 @@ impl FakeHost {
             live: BTreeSet::new(),
             cancelled: Vec::new(),
             bad_calls: Vec::new(),
+            credit: BTreeMap::new(),
             epoch: Instant::now(),
             elapsed: Duration::ZERO,
             timers: BTreeSet::new(),
@@ -182,6 +207,26 @@ impl FakeHost {
             state.cancelled.push(op);
         }
         was_live
+    }
+
+    pub(crate) fn grant_credit(&self, stream: OpId, n: u32) -> bool {
+        let mut state = self.state.borrow_mut();
+        if !state.live.contains(&stream) {
+            return false;
+        }
+        *state.credit.entry(stream).or_default() += u64::from(n);
+        true
+    }
+
+    /// Total credit the guest granted `stream` with `stream_credit` (not counting the
+    /// initial credit of its `stream_open` header).
+    pub fn granted_credit(&self, stream: OpId) -> u64 {
+        self.state
+            .borrow()
+            .credit
+            .get(&stream)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Spawns `future` as a guest task (without running it yet) and returns a handle to read

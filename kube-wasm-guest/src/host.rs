@@ -28,6 +28,22 @@ pub fn cancel(op: OpId) -> bool {
     imp::cancel(op)
 }
 
+/// Submits a `stream_open` frame (ABI 1.1); returns the stream's op id.
+pub fn stream_open(frame: &[u8]) -> OpId {
+    imp::stream_open(frame)
+}
+
+/// Queues one `stream_send` frame on `stream` (ABI 1.1); returns the send's op id.
+pub fn stream_send(stream: OpId, frame: &[u8]) -> OpId {
+    imp::stream_send(stream, frame)
+}
+
+/// Grants `stream` credit for `n` more `message` completions (ABI 1.1). Returns whether the
+/// stream was live.
+pub fn stream_credit(stream: OpId, n: u32) -> bool {
+    imp::stream_credit(stream, n)
+}
+
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use kube_wasm_abi::OpId;
@@ -44,6 +60,12 @@ mod imp {
         fn kube_wasm_stop_signal() -> u64;
         #[link_name = "cancel"]
         fn kube_wasm_cancel(op: u64) -> i32;
+        #[link_name = "stream_open"]
+        fn kube_wasm_stream_open(ptr: *const u8, len: usize) -> u64;
+        #[link_name = "stream_send"]
+        fn kube_wasm_stream_send(stream: u64, ptr: *const u8, len: usize) -> u64;
+        #[link_name = "stream_credit"]
+        fn kube_wasm_stream_credit(stream: u64, n: i32) -> i32;
     }
 
     // SAFETY (all functions below): the imports only read `len` bytes at `ptr`, which come
@@ -67,12 +89,24 @@ mod imp {
     pub fn cancel(op: OpId) -> bool {
         unsafe { kube_wasm_cancel(op) == 1 }
     }
+
+    pub fn stream_open(frame: &[u8]) -> OpId {
+        unsafe { kube_wasm_stream_open(frame.as_ptr(), frame.len()) }
+    }
+
+    pub fn stream_send(stream: OpId, frame: &[u8]) -> OpId {
+        unsafe { kube_wasm_stream_send(stream, frame.as_ptr(), frame.len()) }
+    }
+
+    pub fn stream_credit(stream: OpId, n: u32) -> bool {
+        unsafe { kube_wasm_stream_credit(stream, i32::try_from(n).unwrap_or(i32::MAX)) == 1 }
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
     use crate::fake::{Submitted, try_with_installed, with_installed};
-    use kube_wasm_abi::{HttpRequest, OpId, WatchRequest, decode_frame};
+    use kube_wasm_abi::{HttpRequest, OpId, StreamOpen, StreamSend, WatchRequest, decode_frame};
 
     pub fn http_request(frame: &[u8]) -> OpId {
         with_installed(|host| match decode_frame::<HttpRequest>(frame) {
@@ -101,6 +135,32 @@ mod imp {
 
     pub fn stop_signal() -> OpId {
         with_installed(|host| host.submit(|id| Submitted::StopSignal { id }))
+    }
+
+    pub fn stream_open(frame: &[u8]) -> OpId {
+        with_installed(|host| match decode_frame::<StreamOpen>(frame) {
+            Ok(f) => host.submit(|id| Submitted::StreamOpen {
+                id,
+                request: f.header,
+            }),
+            Err(e) => host.bad_call("stream_open", e),
+        })
+    }
+
+    pub fn stream_send(stream: OpId, frame: &[u8]) -> OpId {
+        with_installed(|host| match decode_frame::<StreamSend>(frame) {
+            Ok(f) => host.submit(|id| Submitted::StreamSend {
+                id,
+                stream,
+                message: f.header,
+                body: f.body.to_vec(),
+            }),
+            Err(e) => host.bad_call("stream_send", e),
+        })
+    }
+
+    pub fn stream_credit(stream: OpId, n: u32) -> bool {
+        with_installed(|host| host.grant_credit(stream, n))
     }
 
     /// Cancelling needs no host: an op whose host is gone (a test thread ending) is over.

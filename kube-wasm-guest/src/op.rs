@@ -4,7 +4,8 @@
 use crate::{host, reactor};
 use futures_core::Stream;
 use kube_wasm_abi::{
-    Completion, ErrorCode, HttpRequest, OpError, OpId, WatchRequest, decode_frame, encode_frame,
+    Completion, ErrorCode, HttpRequest, OpError, OpId, StreamOpen, StreamSend, WatchRequest,
+    decode_frame, encode_frame,
 };
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -82,6 +83,25 @@ impl Op {
     /// Starts a watch.
     pub fn watch(request: &WatchRequest) -> Self {
         Self::track(host::watch(&encode_frame(request, &[])))
+    }
+
+    /// Opens a duplex stream (ABI 1.1): completes with `opened`, then `message`s (at most
+    /// `request.credit` before [`Op::grant_credit`]), then `closed`; or a final `response`
+    /// (upgrade refused) or `error`.
+    pub fn stream_open(request: &StreamOpen) -> Self {
+        Self::track(host::stream_open(&encode_frame(request, &[])))
+    }
+
+    /// Queues one message on the open stream `stream` (ABI 1.1): completes with `sent` once
+    /// the host handed it to the websocket, or `error`.
+    pub fn stream_send(stream: OpId, message: &StreamSend, body: &[u8]) -> Self {
+        Self::track(host::stream_send(stream, &encode_frame(message, body)))
+    }
+
+    /// Lets the host deliver `n` more `message` completions on this stream op (ABI 1.1).
+    /// Returns whether the host still knew the stream.
+    pub fn grant_credit(&self, n: u32) -> bool {
+        host::stream_credit(self.id, n)
     }
 
     /// Starts a timer that completes with [`Completion::Elapsed`] after `millis` ms.

@@ -12,6 +12,7 @@ pub mod exports;
 pub mod http;
 pub mod memory;
 pub mod signal;
+pub mod stream;
 pub mod timer;
 pub mod watch;
 
@@ -50,6 +51,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     timer::add_to_linker(linker)?;
     signal::add_to_linker(linker)?;
     cancel::add_to_linker(linker)?;
+    stream::add_to_linker(linker)?;
     Ok(())
 }
 
@@ -60,6 +62,9 @@ pub const PROVIDED_IMPORTS: &[&str] = &[
     kube_wasm_abi::names::IMPORT_DELAY,
     kube_wasm_abi::names::IMPORT_STOP_SIGNAL,
     kube_wasm_abi::names::IMPORT_CANCEL,
+    kube_wasm_abi::names::IMPORT_STREAM_OPEN,
+    kube_wasm_abi::names::IMPORT_STREAM_SEND,
+    kube_wasm_abi::names::IMPORT_STREAM_CREDIT,
 ];
 
 /// Op ids cross the ABI as `i64` and are read as unsigned (SPEC.md, "Types").

@@ -5,6 +5,12 @@ mod core_methods;
 mod ephemeral;
 mod evict;
 mod log;
+#[cfg(feature = "ws")]
+mod portforward;
+#[cfg(feature = "ws")]
+mod remote;
+#[cfg(feature = "ws")]
+mod remote_command;
 mod resize;
 mod subresource;
 mod util;
@@ -29,7 +35,15 @@ pub use kube_core::{
 
 pub use ephemeral::Ephemeral;
 pub use evict::{Evict, EvictParams};
+#[cfg(feature = "ws")]
+pub use kube_core::subresource::AttachParams;
 pub use log::{Log, LogParams};
+#[cfg(feature = "ws")]
+pub use portforward::Portforwarder;
+#[cfg(feature = "ws")]
+pub use remote::{Attach, Execute, Portforward};
+#[cfg(feature = "ws")]
+pub use remote_command::{AttachedProcess, TerminalSize};
 pub use resize::Resize;
 pub use subresource::{ScaleSpec, ScaleStatus};
 

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 mod api_errors;
 mod body_reader;
+#[cfg(feature = "ws")]
+mod connection;
 mod events;
 mod host_error;
 mod request_events;
@@ -20,6 +22,10 @@ mod send;
 mod server_info;
 mod watch;
 
+#[cfg(feature = "ws")]
+pub use connection::Connection;
+#[cfg(feature = "ws")]
+pub(crate) use connection::{Message as WsMessage, Sender as WsSender};
 pub use kube_core::discovery::v2::{
     APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APISubresourceDiscovery,
     APIVersionDiscovery, GroupVersionKind as DiscoveryGroupVersionKind,

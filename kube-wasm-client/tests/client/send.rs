@@ -94,8 +94,51 @@ fn public_futures_and_streams_are_send(client: Client, api: Api<ConfigMap>, pods
     });
 }
 
+/// The remote command types (`ws` feature) are `Send` and `Sync` as kube 5.0's are (their
+/// fields there: tokio pipes, futures channels and a tokio `JoinHandle`), and so are the
+/// futures of `exec`, `attach`, `portforward` and of their sessions.
+#[cfg(feature = "ws")]
+#[allow(dead_code, clippy::let_underscore_future)]
+fn remote_command_types_and_futures_are_send(pods: Api<Pod>) {
+    use kube_wasm_client::api::{AttachParams, AttachedProcess, Portforwarder, TerminalSize};
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<AttachedProcess>();
+    assert_send_sync::<Portforwarder>();
+    assert_send_sync::<TerminalSize>();
+
+    let ap = AttachParams::default();
+    assert_send(&pods.exec("p", vec!["ls"], &ap));
+    assert_send(&pods.attach("p", &ap));
+    assert_send(&pods.portforward("p", &[80]));
+    let owned = pods.clone();
+    assert_spawnable(async move {
+        let mut process = owned
+            .exec("p", vec!["ls"], &AttachParams::default())
+            .await?;
+        let status = process.take_status();
+        assert_send(&status);
+        let resize = process.terminal_size();
+        assert_send(&resize);
+        let _ = (process.stdin(), process.stdout(), process.stderr());
+        process.join().await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    });
+    let owned = pods.clone();
+    assert_spawnable(async move {
+        let mut forwarder = owned.portforward("p", &[80]).await?;
+        let stream = forwarder.take_stream(80);
+        assert_send(&stream);
+        let error = forwarder.take_error(80);
+        assert_send(&error);
+        forwarder.join().await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    });
+}
+
 #[test]
 fn send_checks_compile() {
-    // The checks above are compile-time; referencing the function keeps it type-checked.
+    // The checks above are compile-time; referencing the functions keeps them type-checked.
     let _ = public_futures_and_streams_are_send;
+    #[cfg(feature = "ws")]
+    let _ = remote_command_types_and_futures_are_send;
 }
