@@ -13,11 +13,13 @@
 //! single-threaded executor, which the host enters only when an operation completes.
 //!
 //! [`runtime::Handle`] reaches the one executor a guest has. What cannot exist in a guest —
-//! `net`, `fs`, `process`, building a `Runtime` — is absent,
-//! so code that uses it fails to compile on tokio's own paths rather than at run time.
+//! `fs`, `process`, building a `Runtime` — is absent, so code that uses it fails to compile
+//! on tokio's own paths rather than at run time; [`net`]'s common items (`TcpListener::bind`,
+//! `TcpStream::connect`) exist only to fail to compile with a message saying why.
 //! `sync`, `io` (traits and utilities), `select!`, `join!`, `try_join!` and `pin!` are real
 //! tokio's executor-agnostic parts, re-exported.
 
+pub mod net;
 pub mod runtime;
 pub mod signal;
 pub mod task;

@@ -9,6 +9,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+mod join_set;
+
+pub use join_set::JoinSet;
 pub use kube_wasm_guest::executor::Id;
 pub use kube_wasm_guest::{AbortHandle, JoinError, JoinHandle};
 

@@ -2,13 +2,15 @@
 
 use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, ServiceAccount};
 use kube::api::{
     Api, DeleteParams, DynamicObject, EvictParams, GetParams, ListParams, LogParams, Patch,
     PatchParams, PostParams, ResourceExt, WatchEvent, WatchParams,
 };
 use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
 use kube::{Client, Config, Error};
 
 fn assert_send<T: Send>(_: &T) {}
@@ -166,13 +168,60 @@ async fn subresources(client: Client) -> Result<(), Error> {
 
     let csrs: Api<CertificateSigningRequest> = Api::all(client.clone());
     let _ = csrs.get_approval("c").await?;
+    let approve = serde_json::json!({ "status": { "conditions": [] } });
+    let _: CertificateSigningRequest = csrs
+        .patch_approval("c", &PatchParams::default(), &Patch::Merge(&approve))
+        .await?;
+
+    let service_accounts: Api<ServiceAccount> = Api::default_namespaced(client.clone());
+    let _: TokenRequest = service_accounts
+        .create_token_request("sa", &PostParams::default(), &TokenRequest::default())
+        .await?;
+
+    let pod = Pod::default();
+    let containers = serde_json::json!({ "spec": { "ephemeralContainers": [] } });
+    let _: Pod = pods
+        .patch_ephemeral_containers("p", &PatchParams::default(), &Patch::Merge(&containers))
+        .await?;
+    let _: Pod = pods
+        .replace_ephemeral_containers("p", &PostParams::default(), &pod)
+        .await?;
+    let resources = serde_json::json!({ "spec": { "containers": [] } });
+    let _: Pod = pods
+        .patch_resize("p", &PatchParams::default(), &Patch::Merge(&resources))
+        .await?;
+    let _: Pod = pods
+        .replace_resize("p", &PostParams::default(), &pod)
+        .await?;
+    let _: Pod = pods
+        .patch_subresource(
+            "status",
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(&resources),
+        )
+        .await?;
+    let _: Pod = pods
+        .replace_subresource("status", "p", &PostParams::default(), &pod)
+        .await?;
+    let _: TokenRequest = service_accounts
+        .create_subresource(
+            "token",
+            "sa",
+            &PostParams::default(),
+            &TokenRequest::default(),
+        )
+        .await?;
 
     let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
     let resource = ApiResource::from_gvk(&gvk);
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "ns", &resource);
     let _: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    let _: Api<DynamicObject> = Api::default_namespaced_with(client, &resource);
+    let _: Api<DynamicObject> = Api::default_namespaced_with(client.clone(), &resource);
     let _ = widgets.get("w").await?;
+    let any_ns: Api<DynamicObject> = Api::dynamic(client.clone(), &resource, &Scope::Namespaced);
+    let in_ns: Api<DynamicObject> = any_ns.constrain("team-a");
+    let _: Api<DynamicObject> = in_ns.unconstrain().constrain_default();
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::utils::Predicate;
+use kube::runtime::utils::{Backoff, Predicate, ResetTimerBackoff};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::watcher::{self, Config, watcher};
 use kube::runtime::{WatchStreamExt, predicates, reflector as reflector_fn};
@@ -60,6 +60,27 @@ fn error_policy(_: Arc<ConfigMap>, _: &Error, _: Arc<Ctx>) -> Action {
     Action::requeue(Duration::from_secs(5))
 }
 
+/// A custom watcher backoff: 1 s, doubling to at most 64 s; `reset` starts over.
+#[derive(Default)]
+struct Doubling {
+    next: Duration,
+}
+
+impl Iterator for Doubling {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        self.next = (self.next * 2).clamp(Duration::from_secs(1), Duration::from_secs(64));
+        Some(self.next)
+    }
+}
+
+impl Backoff for Doubling {
+    fn reset(&mut self) {
+        self.next = Duration::ZERO;
+    }
+}
+
 async fn streams(client: Client) -> anyhow::Result<()> {
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let config = Config::default()
@@ -86,6 +107,10 @@ async fn streams(client: Client) -> anyhow::Result<()> {
         let _ = cm.name_any();
     }
     let mut touched = watcher(api.clone(), Config::default())
+        .backoff(ResetTimerBackoff::new(
+            Doubling::default(),
+            Duration::from_secs(120),
+        ))
         .touched_objects()
         .boxed();
     let _ = touched.try_next().await?;

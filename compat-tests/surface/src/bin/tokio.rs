@@ -1,9 +1,12 @@
-//! The tokio calls controllers make, as tokio 1.x code. (`task::JoinSet` is not in
-//! kube-wasm-tokio yet: a known gap, so it is not called here.)
+//! The tokio calls controllers make, as tokio 1.x code.
 
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Mutex, Notify, RwLock, Semaphore, broadcast, mpsc, oneshot, watch};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{
+    Barrier, Mutex, Notify, OnceCell, RwLock, Semaphore, broadcast, mpsc, oneshot, watch,
+};
+use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep, sleep_until, timeout};
 
 #[tokio::main]
@@ -60,6 +63,55 @@ async fn main() -> anyhow::Result<()> {
         let _: u32 = task.await?;
     }
     tokio::task::yield_now().await;
+
+    let mut set = JoinSet::new();
+    for i in 0..3u32 {
+        set.spawn(async move { i });
+    }
+    let abort = set.spawn(std::future::pending::<u32>());
+    abort.abort();
+    set.spawn_local(async { 9 });
+    let _: usize = set.len();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok(n) => {
+                let _: u32 = n;
+            }
+            Err(e) if e.is_cancelled() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let _ = set.try_join_next();
+    set.abort_all();
+    set.shutdown().await;
+    set.detach_all();
+    let _ = set.is_empty();
+    let all: Vec<u32> = (0..2u32)
+        .map(|i| async move { i })
+        .collect::<JoinSet<_>>()
+        .join_all()
+        .await;
+    let _ = all;
+    let _: u64 = tokio::task::spawn_blocking(|| 1u64).await?;
+
+    let barrier = Arc::new(Barrier::new(1));
+    let _ = barrier.wait().await.is_leader();
+    static ONCE: OnceCell<String> = OnceCell::const_new();
+    let _: &String = ONCE.get_or_init(|| async { "x".to_owned() }).await;
+
+    let sleep = sleep(Duration::from_millis(50));
+    tokio::pin!(sleep);
+    sleep
+        .as_mut()
+        .reset(Instant::now() + Duration::from_millis(1));
+    let (mut client, mut server) = tokio::io::duplex(64);
+    tokio::select! {
+        biased;
+        _ = &mut sleep => {}
+        written = client.write_all(b"ping") => { written?; }
+    }
+    let mut buf = [0u8; 4];
+    let _ = timeout(Duration::from_millis(5), server.read_exact(&mut buf)).await;
     let _ = tokio::runtime::Handle::current();
     Ok(())
 }
