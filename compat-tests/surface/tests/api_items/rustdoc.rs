@@ -66,6 +66,11 @@ impl Docs {
                 "-Z unstable-options --output-format json --cap-lints allow",
             )
             .env_remove("RUSTC_BOOTSTRAP");
+        for (name, _) in std::env::vars_os() {
+            if is_set_by_cargo_for_this_test(&name) {
+                cargo.env_remove(name);
+            }
+        }
         let status = cargo
             .status()
             .unwrap_or_else(|e| panic!("cannot run cargo doc: {e}"));
@@ -82,4 +87,24 @@ impl Docs {
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
+}
+
+/// Whether `name` is one of the variables cargo sets for the test process itself (this
+/// package's `CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `OUT_DIR`, ...). Build scripts such as
+/// ring's declare `rerun-if-env-changed` on some of them, so passing them on to the nested
+/// `cargo doc` would rerun those scripts there, and again in the next ordinary build:
+/// minutes of rebuilding on every run.
+fn is_set_by_cargo_for_this_test(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    const PREFIXES: &[&str] = &["CARGO_MANIFEST_", "CARGO_PKG_", "CARGO_BIN_", "CARGO_CFG_"];
+    const NAMES: &[&str] = &[
+        "OUT_DIR",
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+    ];
+    NAMES.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
