@@ -4,7 +4,10 @@
 //!
 //! Mode from the first argument or `API_CHECKS_MODE`: `checks` (default) runs the checks
 //! against namespace `API_CHECKS_NAMESPACE` (default: the client's) and exits; `watch-forever`
-//! watches ConfigMaps and ignores stop requests, so the host has to end it.
+//! watches ConfigMaps and ignores stop requests, so the host has to end it; `discovery`
+//! checks discovery of the built-in groups and of the CRD named by `API_CHECKS_CRD_GROUP`
+//! and `API_CHECKS_CRD_KIND` (created by the test, version `v1`, namespaced, with a status
+//! subresource), `Api<DynamicObject>` on it, and `Client::request_stream` on a long list.
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -22,6 +25,8 @@ use kube::runtime::{Controller, WatchStreamExt, finalizer, reflector, watcher};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod discovery;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mode = std::env::args()
@@ -34,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
     match mode.as_str() {
         "checks" => checks(client, &namespace).await,
         "watch-forever" => watch_forever(client, &namespace).await,
+        "discovery" => discovery::checks(client, &namespace).await,
         other => anyhow::bail!("unknown mode {other:?}"),
     }
 }
