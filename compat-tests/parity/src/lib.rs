@@ -22,6 +22,9 @@
 //!   several objects are reconciled concurrently (`start`, [`Parity::unordered_step`],
 //!   [`Parity::restart_step`]). *Reads* (get, list, watch) are compared as a set: how often a
 //!   controller re-reads depends on how its triggers batch, which Kubernetes does not fix.
+//!   A restart step's reads are not compared: whether a cut watch resumes or gets 410 Gone
+//!   and relists depends on cluster-wide writes. A scenario whose watches time out on their
+//!   own compares its reads over the whole run ([`Parity::whole_run_reads`]).
 //! - **observations**: per step and per stream, the lines `obs <stream> <text>` a program
 //!   prints, in order; interleaving across streams (concurrent tasks) is not compared.
 //!
