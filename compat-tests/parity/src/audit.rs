@@ -158,7 +158,7 @@ impl AuditTail {
             target = format!("{target}/{sub}");
         }
         if let Some(name) = object["name"].as_str() {
-            target = format!("{target} {name}");
+            target = format!("{target} {}", stable_name(name));
         }
         let uri = first["requestURI"].as_str().unwrap_or_default();
         let query = uri.split_once('?').map(|(_, q)| q).unwrap_or_default();
@@ -201,6 +201,19 @@ impl AuditTail {
             body,
             code,
         }
+    }
+}
+
+/// `name` without a generated suffix: an event recorder names events
+/// `<object>.<hex nanoseconds>`, shown as `<object>.<generated>`.
+fn stable_name(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((base, suffix))
+            if suffix.len() >= 12 && suffix.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            format!("{base}.<generated>")
+        }
+        _ => name.to_string(),
     }
 }
 
