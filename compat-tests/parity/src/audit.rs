@@ -87,12 +87,11 @@ impl AuditTail {
     /// program in this namespace were logged so far (all stages).
     pub fn poll(&mut self) -> usize {
         let mut text = String::new();
-        if let Ok(mut file) = std::fs::File::open(&self.path) {
-            if file.seek(SeekFrom::Start(self.offset)).is_ok() {
-                if let Ok(n) = file.read_to_string(&mut text) {
-                    self.offset += n as u64;
-                }
-            }
+        if let Ok(mut file) = std::fs::File::open(&self.path)
+            && file.seek(SeekFrom::Start(self.offset)).is_ok()
+            && let Ok(n) = file.read_to_string(&mut text)
+        {
+            self.offset += n as u64;
         }
         let text = std::mem::take(&mut self.partial) + &text;
         let mut lines: Vec<&str> = text.split('\n').collect();
