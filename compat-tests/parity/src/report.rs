@@ -70,32 +70,3 @@ pub fn table(left_label: &str, right_label: &str, rows: &[Difference]) -> String
     out.extend(cells.iter().map(render));
     out.join("\n")
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sequences_differ_where_positions_differ() {
-        let a = ["x".to_string(), "y".to_string()];
-        let b = ["y".to_string(), "x".to_string(), "z".to_string()];
-        let rows = sequence_differences("s", "requests", &a, &b);
-        assert_eq!(rows.len(), 3);
-        assert_eq!(rows[2].left, "(none)");
-        assert_eq!(rows[2].aspect, "requests #3");
-    }
-
-    #[test]
-    fn the_table_aligns_columns() {
-        let rows = [Difference {
-            scenario: "parity-create".into(),
-            aspect: "state Widget/a .status".into(),
-            left: "1".into(),
-            right: "2".into(),
-        }];
-        let text = table("native", "wasm", &rows);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0].find("| aspect"), lines[2].find("| state"));
-        assert_eq!(lines[0].find("| native"), lines[2].find("| 1"));
-    }
-}

@@ -295,7 +295,6 @@ async fn watcher_paging_selectors_and_semantics() {
 }
 
 #[tokio::test]
-#[ignore = "timing: c must be created before watch #1's bookmark; under load watch #1 ended first"]
 async fn watch_bookmarks() {
     let p = parity("parity-bookmarks", vec![kind::<ConfigMap>()]).await;
     let mut p = p.label_versions().whole_run_reads();

@@ -1,10 +1,12 @@
-//! Bookmarks: `Api::watch` with bookmarks (on by default) and a ten-second timeout, twice in a row, each time
-//! from the last resourceVersion seen — the list's, an object's, or a bookmark's — then once
-//! more without a timeout. Reported: the events (consecutive bookmarks once), and where each
-//! watch resumed from, by origin (never the resourceVersion itself). Alongside, a
-//! `kube::runtime::watcher` with the same ten-second timeout keeps rolling its watch over,
-//! resuming from the bookmarks it receives; it reports its `Apply` events.
-
+//! Bookmarks: `Api::watch` with bookmarks (on by default) three times in a row, each time from
+//! the last resourceVersion seen — the list's, an object's, or a bookmark's: watch #1 with a
+//! thirty-second timeout (long enough for the harness to create an object during it, also
+//! when a loaded machine starts the programs slowly), watch #2 with a ten-second timeout,
+//! watch #3 without one. The apiserver sends a bookmark shortly before a watch's timeout.
+//! Reported: the events (consecutive bookmarks once), and where each watch resumed from, by
+//! origin (never the resourceVersion itself). Alongside, a `kube::runtime::watcher` with a
+//! ten-second timeout keeps rolling its watch over, resuming from the bookmarks it receives;
+//! it reports its `Apply` events.
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -30,6 +32,9 @@ async fn main() -> anyhow::Result<()> {
     raw.and(rolling)
 }
 
+/// Watch #1's timeout in seconds: the harness creates an object while it runs.
+const FIRST_TIMEOUT: u32 = 30;
+
 /// The three watches with `Api::watch`, reported as stream `watch`.
 async fn raw_watches(config_maps: &Api<ConfigMap>) -> anyhow::Result<()> {
     let list = config_maps.list(&ListParams::default()).await?;
@@ -40,8 +45,9 @@ async fn raw_watches(config_maps: &Api<ConfigMap>) -> anyhow::Result<()> {
     let mut origin = "the list".to_string();
     for round in 1..=3 {
         let params = match round {
-            3 => WatchParams::default(),
-            _ => WatchParams::default().timeout(10),
+            1 => WatchParams::default().timeout(FIRST_TIMEOUT),
+            2 => WatchParams::default().timeout(10),
+            _ => WatchParams::default(),
         };
         observe(
             "watch",

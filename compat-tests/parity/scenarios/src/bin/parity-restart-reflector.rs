@@ -1,8 +1,12 @@
 //! Apiserver restart, reflector: a reflector keeps a store of every ConfigMap, and after every
 //! completed (re)list, applied or deleted object reports the store's contents (names with their `value` entry,
 //! sorted); across an apiserver restart the store must end up matching the cluster.
+//!
+//! The watcher's errors (the cut watch, refused connections while the apiserver is down) are
+//! not fatal: like kube's `Controller`, the program keeps polling, and the watcher retries
+//! after its backoff. They are not reported (how many occur depends on timing).
 
-use futures::TryStreamExt;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, ResourceExt};
@@ -19,7 +23,8 @@ async fn main() -> anyhow::Result<()> {
         reflector(writer, watcher(config_maps, watcher::Config::default())).default_backoff();
     let mut stream = std::pin::pin!(stream);
     let mut last = String::new();
-    while let Some(event) = stream.try_next().await? {
+    while let Some(event) = stream.next().await {
+        let Ok(event) = event else { continue };
         // The store is complete once an initial list is done (a relist replaces it then).
         if matches!(event, Event::Init | Event::InitApply(_)) {
             continue;
