@@ -135,6 +135,26 @@ impl AuditTail {
         self.order.is_empty()
     }
 
+    /// The watches from index `from` on that are established and still open: the apiserver
+    /// started streaming (stage `ResponseStarted`) and has not finished (no
+    /// `ResponseComplete`). A watch refused or ended at once (e.g. 410 Gone for a version from
+    /// before an apiserver restart) is not among them.
+    pub fn open_watches(&self, from: usize) -> Vec<Request> {
+        self.order
+            .iter()
+            .skip(from)
+            .filter_map(|id| self.events.get(id))
+            .filter(|stages| {
+                let stage = |name: &str| stages.iter().any(|s| s["stage"] == name);
+                stages[0]["verb"] == "watch"
+                    && stage("ResponseStarted")
+                    && !stage("ResponseComplete")
+                    && !stage("Panic")
+            })
+            .map(|stages| self.project(stages))
+            .collect()
+    }
+
     /// The projected requests from index `from` on, in the order the apiserver received them.
     pub fn requests(&self, from: usize) -> Vec<Request> {
         self.order

@@ -45,6 +45,22 @@ struct Step {
     records: Vec<Record>,
 }
 
+/// The kinds of `watched` (plural names) that `run` has no open watch of among its requests
+/// from index `from` on.
+fn unwatched<'a>(run: &mut Run, from: usize, watched: &[&'a str]) -> Vec<&'a str> {
+    run.audit.poll();
+    let open = run.audit.open_watches(from);
+    watched
+        .iter()
+        .filter(|plural| {
+            !open
+                .iter()
+                .any(|q| q.target.split(['.', '/', ' ']).next() == Some(**plural))
+        })
+        .copied()
+        .collect()
+}
+
 /// The builds to compare: `KUBE_WASM_PARITY_BUILDS` (`native,wasm` by default;
 /// `native,native` checks that the projections are deterministic).
 fn builds() -> Vec<Build> {
@@ -167,9 +183,13 @@ impl Parity {
         self.finish_step(name, Order::Unordered, done).await;
     }
 
-    /// Restarts the apiserver (once, for both runs), waits until each run watches every kind
-    /// in `watched` (plural names) again, then finishes like a step; the step's reads are not
-    /// compared (see the crate documentation).
+    /// Restarts the apiserver (once, for both runs), waits until each run has an established
+    /// watch of every kind in `watched` (plural names) again and both settled, then records
+    /// the step; its reads are not compared (see the crate documentation).
+    ///
+    /// The first watch after a restart may be refused (410 Gone: its resourceVersion is older
+    /// than the new watch cache) and the watcher relists after its backoff, which can be longer
+    /// than [`QUIET`]: so the wait is for a watch that stays open, checked again after settling.
     pub async fn restart_step(&mut self, name: &str, watched: &[&str]) {
         let before: Vec<usize> = self
             .runs
@@ -180,30 +200,30 @@ impl Parity {
             })
             .collect();
         restart_apiserver().expect("apiserver restarted");
-        for (run, from) in self.runs.iter_mut().zip(before) {
-            let deadline = Instant::now() + STEP_TIMEOUT;
-            loop {
-                run.audit.poll();
-                let requests = run.audit.requests(from);
-                let recovered = watched.iter().all(|plural| {
-                    let on = |q: &Request, verb: &str| {
-                        q.verb == verb && q.target.split(['.', '/', ' ']).next() == Some(*plural)
-                    };
-                    requests.iter().any(|q| on(q, "watch"))
-                });
-                if recovered {
-                    break;
-                }
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let mut recovered = true;
+            for (run, from) in self.runs.iter_mut().zip(&before) {
+                let missing = unwatched(run, *from, watched);
                 assert!(
-                    Instant::now() < deadline,
-                    "{}: the {} run did not watch {watched:?} again after the restart",
+                    missing.is_empty() || Instant::now() < deadline,
+                    "{}: the {} run has no open watch of {missing:?} {STEP_TIMEOUT:?} after \
+                     the restart",
                     self.program,
                     run.label
                 );
-                tokio::time::sleep(Duration::from_millis(250)).await;
+                recovered &= missing.is_empty();
             }
+            if recovered {
+                self.settle().await;
+                let mut runs = self.runs.iter_mut().zip(&before);
+                if runs.all(|(run, from)| unwatched(run, *from, watched).is_empty()) {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        self.finish_step(name, Order::Unordered, async |_| Some(()))
+        self.finish_step(name, Order::Restart, async |_| Some(()))
             .await;
     }
 
