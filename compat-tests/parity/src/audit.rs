@@ -135,10 +135,11 @@ impl AuditTail {
         self.order.is_empty()
     }
 
-    /// The watches from index `from` on that are established and still open: the apiserver
-    /// started streaming (stage `ResponseStarted`) and has not finished (no
-    /// `ResponseComplete`). A watch refused or ended at once (e.g. 410 Gone for a version from
-    /// before an apiserver restart) is not among them.
+    /// The watches from index `from` on that are still open: the apiserver has not logged
+    /// their end (stage `ResponseComplete` or `Panic`). A watch refused or ended at once (e.g.
+    /// 410 Gone for a version from before an apiserver restart) is among them only until its
+    /// end is logged, moments later. (Stage `ResponseStarted` is no sign of an established
+    /// watch: kube-apiserver 1.20 logs it only when the watch ends.)
     pub fn open_watches(&self, from: usize) -> Vec<Request> {
         self.order
             .iter()
@@ -146,10 +147,7 @@ impl AuditTail {
             .filter_map(|id| self.events.get(id))
             .filter(|stages| {
                 let stage = |name: &str| stages.iter().any(|s| s["stage"] == name);
-                stages[0]["verb"] == "watch"
-                    && stage("ResponseStarted")
-                    && !stage("ResponseComplete")
-                    && !stage("Panic")
+                stages[0]["verb"] == "watch" && !stage("ResponseComplete") && !stage("Panic")
             })
             .map(|stages| self.project(stages))
             .collect()

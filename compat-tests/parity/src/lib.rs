@@ -7,7 +7,9 @@
 //! A step applies the same action to both runs, waits until the step's effect shows in each
 //! (its done condition), then until neither run printed an observation nor sent a request for
 //! [`parity::QUIET`]. Only then the next step starts, so everything a run does is attributed to
-//! the step that caused it.
+//! the step that caused it. A restart step's done condition is that every run again has an
+//! still-open watch of each kind it watches (read from the audit log), still true
+//! after settling: a first watch may get 410 Gone and the watcher relist after its backoff.
 //!
 //! # What is compared
 //! - **state**: after the last step, every object of the scenario's kinds in each namespace,

@@ -189,7 +189,8 @@ impl Parity {
     ///
     /// The first watch after a restart may be refused (410 Gone: its resourceVersion is older
     /// than the new watch cache) and the watcher relists after its backoff, which can be longer
-    /// than [`QUIET`]: so the wait is for a watch that stays open, checked again after settling.
+    /// than [`QUIET`]: so the wait is for a watch that stays open, checked again after settling
+    /// (a refused watch counts as open until its end is logged).
     pub async fn restart_step(&mut self, name: &str, watched: &[&str]) {
         let before: Vec<usize> = self
             .runs
