@@ -4,9 +4,12 @@
 //! when a loaded machine starts the programs slowly), watch #2 with a ten-second timeout,
 //! watch #3 without one. The apiserver sends a bookmark shortly before a watch's timeout.
 //! Reported: the events (consecutive bookmarks once), and where each watch resumed from, by
-//! origin (never the resourceVersion itself). Alongside, a `kube::runtime::watcher` with a
-//! ten-second timeout keeps rolling its watch over, resuming from the bookmarks it receives;
-//! it reports its `Apply` events.
+//! origin (never the resourceVersion itself). Alongside, a `kube::runtime::watcher` with watch
+//! #1's timeout keeps rolling its watch over, resuming from the bookmarks it receives; it
+//! reports its `Apply` events. Its first watch, like watch #1, sees the harness's object
+//! before the bookmark sent ahead of the timeout, so its second resumes from that bookmark.
+//! (With a shorter timeout, whether a roll resumes from the object's version or a bookmark's
+//! would depend on when in the roll the object was created.)
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
@@ -18,7 +21,10 @@ use parity_scenarios::observe;
 async fn main() -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let config_maps = Api::<ConfigMap>::default_namespaced(client);
-    let rolling = watcher(config_maps.clone(), watcher::Config::default().timeout(10));
+    let rolling = watcher(
+        config_maps.clone(),
+        watcher::Config::default().timeout(FIRST_TIMEOUT),
+    );
     let rolling = async {
         let mut rolling = std::pin::pin!(rolling);
         while let Some(event) = rolling.try_next().await? {
