@@ -43,7 +43,7 @@ Files in DIR after start:
                          AUDIT_LOG, KUBE_TOKEN as KEY=value lines (source it; 'set -a' to export).
   kubeconfig             context 'kube-wasm', namespace 'default', bearer token (system:masters),
                          certificate-authority-data = the apiserver's self-signed CA.
-  audit.log              JSON lines, level Metadata, all stages, written synchronously
+  audit.log              JSON lines, level Metadata (Request for patch), all stages, written synchronously
                          (--audit-log-mode=blocking); a watch logs stage RequestReceived at once.
   kube-apiserver.log, etcd.log, kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
   (one flag a line, reused by restart-apiserver), token, tokens.csv, audit-policy.yaml,
@@ -339,6 +339,9 @@ write_static_config() {
 apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
+  # Patch bodies (the parity suite compares their shapes); everything else: metadata only.
+  - level: Request
+    verbs: ["patch"]
   - level: Metadata
 EOF
 }

@@ -21,7 +21,7 @@ step "format"
 cargo fmt --all -- --check
 
 step "build and unit tests (native, fake host)"
-cargo test --workspace --exclude kube-wasm-e2e
+cargo test --workspace --exclude kube-wasm-e2e --exclude kube-wasm-parity
 
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -31,6 +31,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 programs=(
   -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
   -p multi-watch -p api-checks -p hostile -p remote-command
+  -p parity-scenarios
 )
 
 step "build the host shim, and the e2e programs natively and for wasm32-wasip1"
@@ -68,3 +69,9 @@ step "end to end: wasm modules in the host shim against the real apiserver"
 e2e_tests=()
 for test in e2e/tests/*.rs; do e2e_tests+=(--test "$(basename "$test" .rs)"); done
 cargo test --workspace "${e2e_tests[@]}"
+
+step "behavioural parity: each scenario controller, native (kube 5.0) against wasm (kube-wasm)"
+# Its own invocation after the e2e tests: the restart scenarios restart this control plane.
+# Selected within the whole workspace like the e2e tests (no second kube build); the
+# harness's own tests are a test target (parity_harness) for the same reason.
+cargo test --workspace --test parity_harness --test parity_scenarios --test parity_restart
