@@ -26,27 +26,25 @@ cargo test --workspace --exclude kube-wasm-e2e --exclude kube-wasm-parity
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
-# The programs the end-to-end tests run, natively and as wasm32-wasip1 modules: the examples
-# and the e2e guests.
+# The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
+# the e2e guests, the parity scenarios), and the API-surface programs, which only need to
+# build. One wasm32 invocation for all of them, so kube-wasm is built once with one feature set.
 programs=(
   -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
   -p multi-watch -p api-checks -p hostile -p remote-command
-  -p parity-scenarios
+  -p parity-scenarios -p kube-surface
 )
 
-step "build the host shim, and the e2e programs natively and for wasm32-wasip1"
-cargo build -p host-shim "${programs[@]}"
+step "build the host shim and every program natively, and the programs for wasm32-wasip1"
+# Natively with `--workspace`: the features cargo resolved for the test step above, so
+# nothing is built twice.
+cargo build --workspace --bins
 cargo build --target wasm32-wasip1 "${programs[@]}"
-
-step "API surface: the kube 5.0 programs of compat-tests/surface for wasm32-wasip1"
-# (Natively they are built, and the item list and compile-fail cases checked, by the unit
-# test step above: `kube-surface` and `kube-surface-compile-fail` are workspace members.)
-cargo build --target wasm32-wasip1 -p kube-surface
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
-  -p kube-surface "${programs[@]}" -- -D warnings
+  "${programs[@]}" -- -D warnings
 
 step "end to end: start a control plane"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
