@@ -80,6 +80,22 @@ pub fn kubeconfig_for(namespace: &str, dir: &Path) -> PathBuf {
     path
 }
 
+/// Runs the native build of `bin` (from `KUBE_WASM_NATIVE_BIN`) to its end with `env` added,
+/// and returns its stdout lines. Panics, with its stdout and stderr, if it exits non-zero.
+pub fn run_native_to_end(bin: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let run = Command::new(env_path("KUBE_WASM_NATIVE_BIN").join(bin))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("native {bin} runs: {e}"));
+    let out = String::from_utf8_lossy(&run.stdout).to_string();
+    assert!(
+        run.status.success(),
+        "native run failed: {out}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    out.lines().map(str::to_string).collect()
+}
+
 /// The folder for test scratch files.
 pub fn scratch_dir() -> PathBuf {
     let dir = std::env::temp_dir().join("kube-wasm-e2e");

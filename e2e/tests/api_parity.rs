@@ -1,8 +1,9 @@
 //! The same `Api<K>` program, natively (real kube 5.0 + tokio) and as a wasm module in the
 //! host shim, against the real apiserver: same observations, line for line.
 
-use kube_wasm_e2e::{HostShim, client, env_path, fresh_namespace, kubeconfig_for, scratch_dir};
-use std::process::Command;
+use kube_wasm_e2e::{
+    HostShim, client, fresh_namespace, kubeconfig_for, run_native_to_end, scratch_dir,
+};
 use std::time::Duration;
 
 #[tokio::test]
@@ -10,17 +11,7 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
     let client = client().await;
 
     let native_ns = fresh_namespace(&client, "api-native").await;
-    let native = Command::new(env_path("KUBE_WASM_NATIVE_BIN").join("api-checks"))
-        .env("API_CHECKS_NAMESPACE", &native_ns)
-        .output()
-        .expect("native api-checks runs");
-    let native_out = String::from_utf8_lossy(&native.stdout).to_string();
-    assert!(
-        native.status.success(),
-        "native run failed: {native_out}\n{}",
-        String::from_utf8_lossy(&native.stderr)
-    );
-    let native_lines: Vec<String> = native_out.lines().map(str::to_string).collect();
+    let native_lines = run_native_to_end("api-checks", &[("API_CHECKS_NAMESPACE", &native_ns)]);
 
     let wasm_ns = fresh_namespace(&client, "api-wasm").await;
     let kubeconfig = kubeconfig_for(&wasm_ns, &scratch_dir());

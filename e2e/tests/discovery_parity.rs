@@ -6,10 +6,9 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use kube_wasm_e2e::{
-    HostShim, client, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
+    HostShim, client, eventually, fresh_namespace, kubeconfig_for, run_native_to_end, scratch_dir,
 };
 use serde_json::json;
-use std::process::Command;
 use std::time::Duration;
 
 const KIND: &str = "Widget";
@@ -77,18 +76,9 @@ async fn discovery_dynamic_api_and_request_stream_in_the_host_shim_match_the_nat
     ];
 
     let native_ns = fresh_namespace(&client, "discovery-native").await;
-    let native = Command::new(env_path("KUBE_WASM_NATIVE_BIN").join("api-checks"))
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .env("API_CHECKS_NAMESPACE", &native_ns)
-        .output()
-        .expect("native api-checks runs");
-    let native_out = String::from_utf8_lossy(&native.stdout).to_string();
-    assert!(
-        native.status.success(),
-        "native run failed: {native_out}\n{}",
-        String::from_utf8_lossy(&native.stderr)
-    );
-    let native_lines: Vec<String> = native_out.lines().map(str::to_string).collect();
+    let mut native_env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    native_env.push(("API_CHECKS_NAMESPACE", &native_ns));
+    let native_lines = run_native_to_end("api-checks", &native_env);
 
     let wasm_ns = fresh_namespace(&client, "discovery-wasm").await;
     let kubeconfig = kubeconfig_for(&wasm_ns, &scratch_dir());
