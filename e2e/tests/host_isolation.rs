@@ -49,7 +49,8 @@ async fn hostile_modules_are_restarted_and_a_healthy_one_keeps_mirroring() {
     let manifest = write_manifest(
         &dir,
         "host.yaml",
-        "entryDeadline: 1s\nbackoff: {initial: 500ms, max: 2s, resetAfter: 1m}",
+        // Not shared: each run's own upstream watch is what shows it was released.
+        "entryDeadline: 1s\nsharedWatches: false\nbackoff: {initial: 500ms, max: 2s, resetAfter: 1m}",
         &entries,
     );
     let kubeconfig = kubeconfig_for(&mirror_ns, &dir);

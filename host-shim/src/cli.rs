@@ -63,6 +63,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
+    /// Whether modules with identical watches share one upstream LIST+WATCH, served from the
+    /// host's watch cache (default: the manifest's `sharedWatches`, else true).
+    #[arg(long, value_name = "BOOL")]
+    pub shared_watches: Option<bool>,
+
     /// Compile every module instead of using the cache of precompiled modules.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
@@ -157,6 +162,7 @@ mod tests {
             "A=1",
             "--env",
             "B=2",
+            "--shared-watches=false",
             "a.wasm",
             "b.wasm",
         ])
@@ -166,6 +172,7 @@ mod tests {
         assert_eq!(args.context.as_deref(), Some("kind"));
         assert_eq!(args.stop_timeout, Some(3));
         assert_eq!(args.env.len(), 2);
+        assert_eq!(args.shared_watches, Some(false));
         assert_eq!(args.modules.len(), 2);
         assert!(
             Cli::try_parse_from(["host-shim", "run"]).is_err(),

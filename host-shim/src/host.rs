@@ -20,6 +20,7 @@ use crate::output::OutputTarget;
 use crate::state::{HostState, OpLimits};
 use crate::stop::StopHandle;
 use crate::upstream::Upstream;
+use crate::watch_cache::{CacheSettings, WatchCache};
 
 /// How modules are run.
 #[derive(Debug, Clone)]
@@ -46,6 +47,10 @@ pub struct Settings {
     pub cache_dir: Option<PathBuf>,
     /// Restart delays of modules whose policy restarts them.
     pub backoff: Backoff,
+    /// Share identical watches between modules (one upstream LIST+WATCH each, see
+    /// [`crate::watch_cache`]) with these sizes; `None` (the default here; `host-shim run`
+    /// shares unless told not to): every watch op is its own upstream watch.
+    pub shared_watches: Option<CacheSettings>,
 }
 
 impl Default for Settings {
@@ -60,6 +65,7 @@ impl Default for Settings {
             pool: None,
             cache_dir: None,
             backoff: Backoff::default(),
+            shared_watches: None,
         }
     }
 }
@@ -80,6 +86,7 @@ pub(crate) struct HostInner {
     pub(crate) identities: Identities,
     pub(crate) settings: Settings,
     pub(crate) metrics: Metrics,
+    pub(crate) watch_cache: Option<WatchCache>,
     cache: Option<ModuleCache>,
     /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
     /// distinct wasm, shared by every module using it.
@@ -129,6 +136,10 @@ impl Host {
                     None
                 }
             });
+        let metrics = Metrics::new();
+        let watch_cache = settings
+            .shared_watches
+            .map(|sizes| WatchCache::new(sizes, settings.limits, metrics.clone()));
         Ok(Self {
             inner: Arc::new(HostInner {
                 engine,
@@ -136,7 +147,8 @@ impl Host {
                 upstream,
                 identities,
                 settings,
-                metrics: Metrics::new(),
+                metrics,
+                watch_cache,
                 cache,
                 compiled: Mutex::new(HashMap::new()),
                 _ticker: ticker,
@@ -154,8 +166,17 @@ impl Host {
         &self.inner.metrics
     }
 
-    /// Reads the cache folder's entry count and size into the metrics (at each scrape).
+    /// The shared watches, if the host shares them.
+    pub fn watch_cache(&self) -> Option<&WatchCache> {
+        self.inner.watch_cache.as_ref()
+    }
+
+    /// Reads the sizes of the shared-watch cache and of the cache folder into the metrics
+    /// (at each scrape).
     pub fn refresh_cache_metrics(&self) {
+        if let Some(watches) = &self.inner.watch_cache {
+            self.inner.metrics.set_watch_cache(&watches.totals());
+        }
         let Some(cache) = &self.inner.cache else {
             return;
         };

@@ -19,6 +19,10 @@
 //! Each module acts as its own [`identity`] (a ServiceAccount the host impersonates) and may
 //! be held to an allowlist of [`permissions`], checked on the [`request_info`] of every
 //! request before it leaves the host.
+//!
+//! Modules that watch the same collection with the same selectors share one upstream
+//! LIST+WATCH: the [`watch_cache`] serves their watches (and `resourceVersion=0` lists) with
+//! kube-apiserver's resourceVersion semantics.
 
 pub mod abi;
 pub mod backoff;
@@ -45,6 +49,7 @@ pub mod supervisor;
 pub mod units;
 pub mod upstream;
 pub mod wasi;
+pub mod watch_cache;
 
 pub use host::{Host, Settings};
 pub use module::{LoadedModule, ModuleError, ModuleOutcome};

@@ -16,6 +16,7 @@ use host_shim::manifest::{MAX_MEMORY_LIMIT, Manifest};
 use host_shim::module::ModuleOutcome;
 use host_shim::state::OpLimits;
 use host_shim::supervisor::exit_status;
+use host_shim::watch_cache::CacheSettings;
 use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor};
 use tracing_subscriber::EnvFilter;
 
@@ -70,6 +71,7 @@ struct Plan {
     entry_deadline: Option<Duration>,
     stop_timeout: Duration,
     metrics_addr: Option<std::net::SocketAddr>,
+    shared_watches: bool,
     largest_memory: u64,
 }
 
@@ -109,6 +111,7 @@ impl Plan {
                 entry_deadline: None,
                 stop_timeout: Duration::from_secs(args.stop_timeout.unwrap_or(DEFAULT_STOP_SECS)),
                 metrics_addr: args.metrics_addr,
+                shared_watches: args.shared_watches.unwrap_or(true),
                 largest_memory: MAX_MEMORY_LIMIT,
             });
         };
@@ -147,6 +150,7 @@ impl Plan {
                 .or(manifest.stop_timeout)
                 .unwrap_or(Duration::from_secs(DEFAULT_STOP_SECS)),
             metrics_addr: args.metrics_addr.or(manifest.metrics_addr),
+            shared_watches: args.shared_watches.unwrap_or(manifest.shared_watches),
             largest_memory,
         })
     }
@@ -192,6 +196,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         entry_deadline: plan
             .entry_deadline
             .unwrap_or(Settings::default().entry_deadline),
+        shared_watches: plan.shared_watches.then(CacheSettings::default),
         ..Settings::default()
     };
     let host = Host::with_identities(identities, settings)?;

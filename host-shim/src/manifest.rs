@@ -6,6 +6,8 @@
 //! entryDeadline: 10s                 # optional: longest single call into a module
 //! stopTimeout: 10s                   # optional: how long modules get to exit on SIGTERM
 //! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
+//! sharedWatches: true                # optional, default true: identical watches of modules
+//!                                    #   share one upstream LIST+WATCH (see `watch_cache`)
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
 //!   max: 5m
@@ -68,6 +70,9 @@ pub struct Manifest {
     pub stop_timeout: Option<Duration>,
     /// Where the metrics endpoint listens (`metricsAddr`).
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Whether identical watches share one upstream LIST+WATCH (`sharedWatches`, default
+    /// true).
+    pub shared_watches: bool,
     /// The modules, in manifest order (at least one).
     pub modules: Vec<ModuleSpec>,
 }
@@ -147,6 +152,7 @@ struct RawManifest {
     backoff: Option<RawBackoff>,
     stop_timeout: Option<String>,
     metrics_addr: Option<String>,
+    shared_watches: Option<bool>,
     #[serde(default)]
     modules: Vec<RawModule>,
 }
@@ -297,6 +303,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         backoff,
         stop_timeout,
         metrics_addr,
+        shared_watches: raw.shared_watches.unwrap_or(true),
         modules,
     }
 }
@@ -510,6 +517,7 @@ requestTimeout: 30s
 entryDeadline: 2s
 stopTimeout: 3s
 metricsAddr: "127.0.0.1:9090"
+sharedWatches: false
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
   - name: mirror-a
@@ -533,6 +541,7 @@ modules:
             manifest.metrics_addr,
             Some("127.0.0.1:9090".parse().expect("an address"))
         );
+        assert!(!manifest.shared_watches);
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0];

@@ -8,7 +8,10 @@
 //! | `kube_wasm_module_entries_total` | counter | module | calls into the guest (`_start`, `kube_wasm_alloc`, `kube_wasm_complete`, …) |
 //! | `kube_wasm_module_op_duration_seconds` | histogram | module, kind | time from an op's start to the delivery of its final completion (`http`, `watch`, `delay`, `stop_signal`); cancelled ops are not observed |
 //! | `kube_wasm_module_restarts_total` | counter | module | restarts by the supervisor |
-//! | `kube_wasm_upstream_watches` | gauge | | upstream watches open now (all modules) |
+//! | `kube_wasm_upstream_watches` | gauge | | upstream watches open now (all modules, and the shared watches) |
+//! | `kube_wasm_shared_watches` | gauge | | shared upstream LIST+WATCHes alive ([`crate::watch_cache`]) |
+//! | `kube_wasm_shared_watch_subscribers` | gauge | | module watches and lists served by them now |
+//! | `kube_wasm_watch_cache_objects`, `kube_wasm_watch_cache_events`, `kube_wasm_watch_cache_bytes` | gauge | | objects, history events and their bytes held by the shared watches, read at each scrape |
 //! | `kube_wasm_cache_entries`, `kube_wasm_cache_bytes` | gauge | | precompiled modules in the cache folder and their size, read at each scrape |
 
 use std::sync::Arc;
@@ -85,6 +88,11 @@ pub struct Metrics {
     watches: Gauge,
     cache_entries: Gauge,
     cache_bytes: Gauge,
+    shared_watches: Gauge,
+    shared_subscribers: Gauge,
+    watch_cache_objects: Gauge,
+    watch_cache_events: Gauge,
+    watch_cache_bytes: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -113,7 +121,41 @@ impl Metrics {
             watches: Gauge::default(),
             cache_entries: Gauge::default(),
             cache_bytes: Gauge::default(),
+            shared_watches: Gauge::default(),
+            shared_subscribers: Gauge::default(),
+            watch_cache_objects: Gauge::default(),
+            watch_cache_events: Gauge::default(),
+            watch_cache_bytes: Gauge::default(),
         };
+        for (name, help, gauge) in [
+            (
+                "shared_watches",
+                "Shared upstream LIST+WATCHes alive",
+                &metrics.shared_watches,
+            ),
+            (
+                "shared_watch_subscribers",
+                "Module watches and lists served by shared watches now",
+                &metrics.shared_subscribers,
+            ),
+            (
+                "watch_cache_objects",
+                "Objects held by the shared watches",
+                &metrics.watch_cache_objects,
+            ),
+            (
+                "watch_cache_events",
+                "History events held by the shared watches",
+                &metrics.watch_cache_events,
+            ),
+            (
+                "watch_cache_bytes",
+                "Bytes of objects and history events held by the shared watches",
+                &metrics.watch_cache_bytes,
+            ),
+        ] {
+            registry.register(name, help, gauge.clone());
+        }
         registry.register(
             "module_state",
             "1 for the module's current state, 0 for the others",
@@ -218,6 +260,16 @@ impl Metrics {
             .set(i64::try_from(entries).unwrap_or(i64::MAX));
         self.cache_bytes
             .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+
+    /// Sets the shared-watch figures.
+    pub fn set_watch_cache(&self, totals: &crate::watch_cache::CacheTotals) {
+        let set = |gauge: &Gauge, n: usize| gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        set(&self.shared_watches, totals.informers);
+        set(&self.shared_subscribers, totals.subscribers);
+        set(&self.watch_cache_objects, totals.size.objects);
+        set(&self.watch_cache_events, totals.size.events);
+        set(&self.watch_cache_bytes, totals.size.bytes);
     }
 
     /// The metrics in the Prometheus text format (OpenMetrics flavour, ending in `# EOF`).

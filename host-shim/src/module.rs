@@ -39,6 +39,7 @@ use crate::options::ModuleOptions;
 use crate::state::{Access, HostState, OpContext};
 use crate::stop::{Phase, StopHandle};
 use crate::wasi;
+use crate::watch_cache::ModuleWatches;
 
 /// A compiled module with its name in the host and its options, ready to run (and to run
 /// again: the module is pre-instantiated once, see [`InstancePre`]). Cheap to clone.
@@ -299,6 +300,10 @@ async fn run_inner(
             phase: stop.subscribe(),
             limits: settings.limits,
             runtime: tokio::runtime::Handle::current(),
+            shared_watches: inner.watch_cache.clone().map(|cache| ModuleWatches {
+                cache,
+                identity: options.service_account.clone(),
+            }),
         },
         asked_for_stop: false,
         entry_ticks: 0,

@@ -57,6 +57,8 @@ pub struct OpContext {
     pub limits: OpLimits,
     /// The tokio runtime op tasks are spawned on.
     pub runtime: Handle,
+    /// The host's shared watches, if it shares them (see [`crate::watch_cache`]).
+    pub shared_watches: Option<crate::watch_cache::ModuleWatches>,
 }
 
 /// Who a module is and what it may do.

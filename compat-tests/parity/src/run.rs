@@ -83,7 +83,9 @@ impl Run {
     pub(crate) fn start(&mut self, program: &str) {
         let kubeconfig = kubeconfig_for(&self.namespace, &scratch_dir());
         self.program = Some(match self.build {
-            Build::Wasm => Program::start(&kubeconfig, &[], program),
+            // Parity compares the guest's own requests with native kube's: shared watches
+            // would replace the module's watches with the host's one LIST+WATCH.
+            Build::Wasm => Program::start(&kubeconfig, &["--shared-watches=false"], program),
             Build::Native => Program::native(program, &kubeconfig),
         });
     }

@@ -10,6 +10,9 @@
 //! - A request the module's [permissions](crate::permissions) refuse: one final `response`
 //!   of status 403 (a `Forbidden` `Status`), and nothing is sent upstream.
 //!
+//! - On a host that shares watches ([`crate::watch_cache`]), a `resourceVersion=0` list of a
+//!   collection is answered from the shared watch of that collection (a final `response`).
+//!
 //! Dropping the op's task (cancel, or the module ending) drops the request and its connection.
 
 use http_body_util::BodyExt;
@@ -26,6 +29,8 @@ use crate::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::permissions::Denied;
 use crate::state::{HostState, OpLimits};
 use crate::upstream::{self, Upstream};
+use crate::watch_cache::key::list_key;
+use crate::watch_cache::serve::{self, Served};
 
 /// Adds `http_request` to `linker`.
 ///
@@ -48,12 +53,31 @@ fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmti
         .as_ref()
         .ok()
         .and_then(|r| ctx.access.check(r.method(), &r.uri().to_string()).err());
+    let shared_list = match (&ctx.shared_watches, &request) {
+        (Some(watches), Ok(r)) if mode == ResponseMode::Whole => list_key(
+            watches.identity.clone(),
+            r.method(),
+            &r.uri().to_string(),
+            &frame.header.headers,
+        )
+        .map(|key| (watches.cache.clone(), key)),
+        _ => None,
+    };
     let id = state.ops.start(OpKind::Http, |id| {
         let sink = CompletionSink::new(id, ctx.completions.clone());
         let task = async move {
-            let _ = match denied {
-                Some(denied) => send_denied(&denied, &sink).await,
-                None => run(ctx.upstream, request, mode, ctx.limits, &sink).await,
+            let _ = match (denied, shared_list) {
+                (Some(denied), _) => send_denied(&denied, &sink).await,
+                (None, Some((cache, key))) => {
+                    let subscription = cache.subscribe(&key, &ctx.upstream, None);
+                    match serve::list(subscription, &sink).await {
+                        Ok(Served::Upstream) => {
+                            run(ctx.upstream, request, mode, ctx.limits, &sink).await
+                        }
+                        served => served.map(drop),
+                    }
+                }
+                (None, None) => run(ctx.upstream, request, mode, ctx.limits, &sink).await,
             };
         };
         ctx.runtime

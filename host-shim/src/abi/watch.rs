@@ -9,6 +9,10 @@
 //! A watch the module's [permissions](crate::permissions) refuse is one final `response` of
 //! status 403 (a `Forbidden` `Status`); nothing is sent upstream.
 //!
+//! On a host that shares watches ([`crate::watch_cache`]), a watch from `""`, `"0"` or a
+//! numeric resourceVersion without `send_initial_events` is served from the shared watch of
+//! its collection instead, with the same completions.
+//!
 //! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
 //! the upstream watch.
 
@@ -22,6 +26,8 @@ use super::{BadAbiCall, memory, op_to_wasm};
 use crate::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::state::{HostState, OpContext};
 use crate::upstream;
+use crate::watch_cache::serve::{self, Served};
+use crate::watch_cache::{StartAt, WatchKey};
 
 /// Adds `watch` to `linker`.
 ///
@@ -66,6 +72,21 @@ pub async fn run(
         && let Err(denied) = ctx.access.check(req.method(), &req.uri().to_string())
     {
         return send_denied(&denied, sink).await;
+    }
+    if let Some(watches) = &ctx.shared_watches
+        && http_request.is_ok()
+        && !request.send_initial_events
+        && let Some(start) = StartAt::parse(&request.resource_version)
+    {
+        let key = WatchKey::of_watch(watches.identity.clone(), &request);
+        let hint = match start {
+            StartAt::After(rv) => Some(rv),
+            StartAt::Now => None,
+        };
+        let subscription = watches.cache.subscribe(&key, &ctx.upstream, hint);
+        if serve::watch(subscription, &request, start, sink).await? == Served::Done {
+            return Ok(());
+        }
     }
     let response = match http_request {
         Ok(http_request) => ctx.upstream.send(http_request).await,

@@ -1,0 +1,127 @@
+//! Shared watches against the real apiserver: modules watching the same ConfigMaps with the
+//! same selector cause exactly one upstream LIST and one upstream WATCH (counted in the
+//! apiserver's audit log), and every module still sees every event, in order.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
+use kube_wasm_e2e::{
+    audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
+};
+use std::time::Duration;
+
+const MODULES: usize = 5;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn labelled(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some([("api-checks".to_string(), "forever".to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("n".to_string(), "1".to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+/// The events module `name` printed, as `Added cm-1`, `Modified cm-1`, … in order.
+fn events_seen(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|line| {
+            let event = line.strip_prefix("watch-forever: ")?;
+            let (kind, rest) = event.split_once('(')?;
+            let name = rest.split("name: Some(\"").nth(1)?.split('"').next()?;
+            Some(format!("{kind} {name}"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() {
+    let client = client().await;
+    let ns = fresh_namespace(&client, "shared").await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    cms.create(&PostParams::default(), &labelled("cm-0"))
+        .await
+        .expect("create");
+    let dir = scratch_dir().join(format!("shared-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let entries: Vec<Entry> = (0..MODULES)
+        .map(|i| {
+            Entry::new(&format!("watcher-{i}"), "api-checks")
+                .namespace(&ns)
+                .env("API_CHECKS_MODE", "watch-forever")
+                .env("API_CHECKS_NAMESPACE", &ns)
+        })
+        .collect();
+    // watch-forever ignores stop requests: the host ends it after the stop timeout.
+    let manifest = write_manifest(
+        &dir,
+        "host.yaml",
+        "sharedWatches: true\nstopTimeout: 1s",
+        &entries,
+    );
+    let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
+    eventually(WAIT, "every module to watch", || async {
+        let watching = host
+            .stdout
+            .snapshot()
+            .iter()
+            .filter(|l| l.contains("watch-forever: watching"))
+            .count();
+        (watching == MODULES).then_some(())
+    })
+    .await;
+
+    cms.create(&PostParams::default(), &labelled("cm-1"))
+        .await
+        .expect("create");
+    cms.patch(
+        "cm-1",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"data": {"n": "2"}})),
+    )
+    .await
+    .expect("patch");
+    cms.delete("cm-0", &DeleteParams::default())
+        .await
+        .expect("delete");
+
+    let want = ["Added cm-0", "Added cm-1", "Modified cm-1", "Deleted cm-0"];
+    for i in 0..MODULES {
+        let name = format!("watcher-{i}");
+        eventually(WAIT, &format!("{name} to see every event"), || async {
+            (events_seen(&host.module_output(&name)) == want).then_some(())
+        })
+        .await;
+    }
+
+    let requests = audited_requests("configmaps", &ns);
+    let watches = requests.iter().filter(|r| r.verb == "watch").count();
+    let lists = requests.iter().filter(|r| r.verb == "list").count();
+    assert_eq!(
+        watches, 1,
+        "{MODULES} identical watches, one upstream watch: {requests:#?}"
+    );
+    assert_eq!(
+        lists, 1,
+        "one upstream LIST for the shared watch: {requests:#?}"
+    );
+
+    let _ = host.terminate(Duration::from_secs(30));
+    eventually(
+        Duration::from_secs(10),
+        "the shared watch to be closed",
+        || async {
+            let open = audited_requests("configmaps", &ns)
+                .iter()
+                .filter(|r| r.verb == "watch" && !r.stages.iter().any(|s| s == "ResponseComplete"))
+                .count();
+            (open == 0).then_some(())
+        },
+    )
+    .await;
+}

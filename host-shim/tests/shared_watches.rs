@@ -1,0 +1,372 @@
+//! Shared watches (`watch_cache`): modules with identical watches share one upstream
+//! LIST+WATCH and are served from the host's cache with kube-apiserver's resourceVersion
+//! semantics. The API server is a fake transport behind a real `kube::Client`.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{Guest, Reply, Seen, call_with_frame, fake_client, run_guests_with, test_settings};
+use host_shim::watch_cache::CacheSettings;
+use host_shim::{ModuleOutcome, Upstream};
+use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
+
+const PATH: &str = "/api/v1/namespaces/ns/configmaps";
+
+fn is_watch(req: &Seen) -> bool {
+    req.uri.query().is_some_and(|q| q.contains("watch=true"))
+}
+
+fn count(seen: &Mutex<Vec<Seen>>, watch: bool) -> usize {
+    seen.lock()
+        .expect("log")
+        .iter()
+        .filter(|r| is_watch(r) == watch)
+        .count()
+}
+
+fn list_body(rv: u64, names: &[&str]) -> Vec<u8> {
+    let items: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(r#"{{"metadata":{{"name":"{n}","namespace":"ns","resourceVersion":"{rv}"}}}}"#)
+        })
+        .collect();
+    format!(
+        r#"{{"kind":"ConfigMapList","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}"}},"items":[{}]}}"#,
+        items.join(",")
+    )
+    .into_bytes()
+}
+
+fn event(kind: &str, name: &str, rv: u64) -> String {
+    format!(
+        r#"{{"type":"{kind}","object":{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"ns","resourceVersion":"{rv}"}}}}}}"#
+    )
+}
+
+fn watch_from(rv: &str, timeout: Option<u32>) -> WatchRequest {
+    WatchRequest {
+        path: PATH.into(),
+        label_selector: Some("app=ring".into()),
+        field_selector: None,
+        timeout_seconds: timeout,
+        bookmarks: false,
+        send_initial_events: false,
+        resource_version: rv.into(),
+        metadata_only: false,
+    }
+}
+
+fn watch_guest(request: &WatchRequest) -> Vec<u8> {
+    let frame = encode_frame(request, b"");
+    Guest::new(&format!("(drop {})", call_with_frame("watch", &frame)))
+        .frame(&frame)
+        .wasm()
+}
+
+fn shared_settings() -> (host_shim::Settings, Arc<Mutex<Vec<u8>>>) {
+    let (mut settings, buffer) = test_settings();
+    settings.shared_watches = Some(CacheSettings {
+        linger: Duration::ZERO,
+        ..CacheSettings::default()
+    });
+    (settings, buffer)
+}
+
+async fn run(upstream: Upstream, guests: &[(&str, Vec<u8>)]) -> common::Run {
+    let (settings, buffer) = shared_settings();
+    run_guests_with(
+        upstream,
+        settings,
+        buffer,
+        Duration::from_secs(5),
+        guests,
+        |_| {},
+    )
+    .await
+}
+
+/// The events a watch guest recorded, as `type name rv` (`head`, `end` as they are).
+fn events_of(run: &common::Run, name: &str) -> Vec<String> {
+    run.lines_of(name)
+        .iter()
+        .map(|line| {
+            let line = line.strip_prefix("1:").unwrap_or(line);
+            if line.starts_with(r#"{"kind":"head""#) {
+                return "head".into();
+            }
+            let Some(event) = line.strip_prefix(r#"{"kind":"watch_event"}"#) else {
+                return line.to_owned();
+            };
+            let event: serde_json::Value = serde_json::from_str(event).expect("event json");
+            let object = &event["object"];
+            match event["type"].as_str() {
+                Some("ERROR") => format!("ERROR {} {}", object["code"], object["message"]),
+                kind => format!(
+                    "{} {} {}",
+                    kind.unwrap_or("?"),
+                    object["metadata"]["name"].as_str().unwrap_or(""),
+                    object["metadata"]["resourceVersion"].as_str().unwrap_or("")
+                ),
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_watches_share_one_list_and_one_watch_and_all_get_every_event() {
+    let closed = Arc::new(AtomicBool::new(false));
+    let lists = Arc::new(Mutex::new(Vec::new()));
+    let (client, seen) = {
+        let closed = closed.clone();
+        let lists = lists.clone();
+        fake_client(move |req| {
+            if is_watch(req) {
+                let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
+                Reply::new(
+                    200,
+                    vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
+                )
+                .hanging(closed.clone())
+            } else {
+                lists.lock().expect("lists").push(req.uri.to_string());
+                Reply::ok(&list_body(41, &["a"]))
+            }
+        })
+    };
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let guest = watch_guest(&watch_from("41", Some(1)));
+    let run = run(
+        upstream,
+        &[("w1", guest.clone()), ("w2", guest.clone()), ("w3", guest)],
+    )
+    .await;
+    for name in ["w1", "w2", "w3"] {
+        assert_eq!(
+            run.outcome(name),
+            &ModuleOutcome::Exited(0),
+            "{}",
+            run.output
+        );
+        assert_eq!(
+            events_of(&run, name),
+            ["head", "ADDED b 42", "MODIFIED a 43", r#"{"kind":"end"}"#],
+            "{name}"
+        );
+    }
+    assert_eq!(count(&seen, false), 1, "one upstream LIST");
+    assert_eq!(count(&seen, true), 1, "one upstream WATCH");
+    let list = lists.lock().expect("lists")[0].clone();
+    assert!(
+        list.contains("resourceVersion=41") && list.contains("resourceVersionMatch=Exact"),
+        "the informer lists exactly where the first module resumes: {list}"
+    );
+    assert!(list.contains("labelSelector=app%3Dring"), "{list}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_older_than_the_cache_is_410_expired() {
+    let closed = Arc::new(AtomicBool::new(false));
+    let (client, _seen) = fake_client(move |req| {
+        if is_watch(req) {
+            Reply::new(200, vec![]).hanging(closed.clone())
+        } else {
+            // etcd has compacted 41: the exact LIST fails, the informer lists the newest state.
+            if req.uri.query().is_some_and(|q| q.contains("Exact")) {
+                Reply::new(410, vec![Ok(br#"{"kind":"Status","code":410}"#.to_vec())])
+            } else {
+                Reply::ok(&list_body(50, &["a"]))
+            }
+        }
+    });
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let run = run(upstream, &[("old", watch_guest(&watch_from("41", None)))]).await;
+    assert_eq!(
+        run.outcome("old"),
+        &ModuleOutcome::Exited(0),
+        "{}",
+        run.output
+    );
+    assert_eq!(
+        events_of(&run, "old"),
+        [
+            "head",
+            r#"ERROR 410 "too old resource version: 41 (50)""#,
+            r#"{"kind":"end"}"#
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_from_zero_get_the_state_and_zero_lists_are_served_from_the_cache() {
+    let closed = Arc::new(AtomicBool::new(false));
+    let (client, seen) = fake_client(move |req| {
+        if is_watch(req) {
+            Reply::new(
+                200,
+                vec![Ok(format!("{}\n", event("DELETED", "a", 51)).into_bytes())],
+            )
+            .hanging(closed.clone())
+        } else {
+            Reply::ok(&list_body(50, &["b", "a"]))
+        }
+    });
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    // The list goes first and starts the shared watch; the watch from "0" follows it.
+    let list = HttpRequest {
+        method: "GET".into(),
+        uri: format!("{PATH}?&labelSelector=app%3Dring&resourceVersion=0&limit=500"),
+        headers: vec![],
+        response: ResponseMode::Whole,
+    };
+    let list_frame = encode_frame(&list, b"");
+    let list_guest = Guest::new(&format!(
+        "(drop {})",
+        call_with_frame("http_request", &list_frame)
+    ))
+    .frame(&list_frame)
+    .wasm();
+    let run = run(
+        upstream,
+        &[
+            ("lister", list_guest),
+            ("watcher", watch_guest(&watch_from("0", Some(1)))),
+        ],
+    )
+    .await;
+    assert_eq!(
+        run.outcome("lister"),
+        &ModuleOutcome::Exited(0),
+        "{}",
+        run.output
+    );
+    let listed = run.lines_of("lister");
+    let body = listed[0]
+        .split_once("}{")
+        .map(|(_, rest)| format!("{{{rest}"))
+        .expect("a response with a body");
+    let list: serde_json::Value = serde_json::from_str(&body).expect("list json");
+    assert_eq!(list["kind"], "ConfigMapList");
+    let rv: u64 = list["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|rv| rv.parse().ok())
+        .expect("a resourceVersion");
+    let names: Vec<_> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap_or("").to_owned())
+        .collect();
+    // Served before or after the DELETED event, consistently with its resourceVersion.
+    match rv {
+        50 => assert_eq!(names, ["a", "b"]),
+        51 => assert_eq!(names, ["b"]),
+        other => panic!("unexpected resourceVersion {other}"),
+    }
+    let watched = events_of(&run, "watcher");
+    assert_eq!(watched.first().map(String::as_str), Some("head"));
+    assert_eq!(
+        watched.last().map(String::as_str),
+        Some(r#"{"kind":"end"}"#)
+    );
+    assert!(
+        watched
+            == [
+                "head",
+                "ADDED a 50",
+                "ADDED b 50",
+                "DELETED a 51",
+                r#"{"kind":"end"}"#
+            ]
+            || watched == ["head", "ADDED b 50", r#"{"kind":"end"}"#],
+        "the state as ADDED events, then what follows: {watched:?}"
+    );
+    assert_eq!(
+        count(&seen, false),
+        1,
+        "the module's list never went upstream"
+    );
+    assert_eq!(count(&seen, true), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_ends_the_watches_served_from_the_old_state() {
+    let lists = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicBool::new(false));
+    let (client, seen) = {
+        let lists = lists.clone();
+        fake_client(move |req| {
+            if !is_watch(req) {
+                let n = lists.fetch_add(1, Ordering::SeqCst);
+                return Reply::ok(&list_body(if n == 0 { 41 } else { 60 }, &[]));
+            }
+            if lists.load(Ordering::SeqCst) == 1 {
+                let gone = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}}"#;
+                Reply::new(
+                    200,
+                    vec![Ok(
+                        format!("{}\n{gone}\n", event("ADDED", "a", 42)).into_bytes()
+                    )],
+                )
+            } else {
+                Reply::new(200, vec![]).hanging(closed.clone())
+            }
+        })
+    };
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let run = run(upstream, &[("w", watch_guest(&watch_from("41", None)))]).await;
+    assert_eq!(
+        run.outcome("w"),
+        &ModuleOutcome::Exited(0),
+        "{}",
+        run.output
+    );
+    let watched = events_of(&run, "w");
+    assert_eq!(watched.first().map(String::as_str), Some("head"));
+    assert_eq!(
+        watched.last().map(String::as_str),
+        Some(r#"{"kind":"end"}"#),
+        "the relist ended the module's watch: {watched:?}"
+    );
+    assert!(watched.len() <= 3, "{watched:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        count(&seen, false),
+        2,
+        "the informer listed again after the 410"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_the_host_may_not_list_is_watched_module_by_module() {
+    let (client, seen) = fake_client(move |req| {
+        if is_watch(req) {
+            Reply::new(
+                200,
+                vec![Ok(format!("{}\n", event("ADDED", "a", 42)).into_bytes())],
+            )
+        } else {
+            Reply::new(403, vec![Ok(br#"{"kind":"Status","code":403}"#.to_vec())])
+        }
+    });
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let guest = watch_guest(&watch_from("41", None));
+    let run = run(upstream, &[("a", guest.clone()), ("b", guest)]).await;
+    for name in ["a", "b"] {
+        assert_eq!(
+            run.outcome(name),
+            &ModuleOutcome::Exited(0),
+            "{}",
+            run.output
+        );
+        assert_eq!(
+            events_of(&run, name),
+            ["head", "ADDED a 42", r#"{"kind":"end"}"#],
+            "{name}"
+        );
+    }
+    assert_eq!(count(&seen, true), 2, "each module watched upstream");
+}
