@@ -26,16 +26,13 @@ fn labelled(name: &str) -> ConfigMap {
     }
 }
 
-/// The events module `name` printed, as `Added cm-1`, `Modified cm-1`, … in order.
+/// The changes a module printed, as `Added cm-1`, `Modified cm-1`, … in order.
 fn events_seen(lines: &[String]) -> Vec<String> {
     lines
         .iter()
-        .filter_map(|line| {
-            let event = line.strip_prefix("watch-forever: ")?;
-            let (kind, rest) = event.split_once('(')?;
-            let name = rest.split("name: Some(\"").nth(1)?.split('"').next()?;
-            Some(format!("{kind} {name}"))
-        })
+        .filter_map(|line| line.strip_prefix("watch-forever: "))
+        .filter(|event| *event != "watching")
+        .map(str::to_owned)
         .collect()
 }
 

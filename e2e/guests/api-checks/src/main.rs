@@ -415,7 +415,12 @@ async fn watch_forever(client: Client, ns: &str) -> anyhow::Result<()> {
     let mut events = cms.watch(&wp, "0").await?.boxed();
     println!("watch-forever: watching");
     while let Some(event) = events.try_next().await? {
-        println!("watch-forever: {event:?}");
+        match event {
+            WatchEvent::Added(cm) => println!("watch-forever: Added {}", cm.name_any()),
+            WatchEvent::Modified(cm) => println!("watch-forever: Modified {}", cm.name_any()),
+            WatchEvent::Deleted(cm) => println!("watch-forever: Deleted {}", cm.name_any()),
+            other => println!("watch-forever: {other:?}"),
+        }
     }
     // Keep going even after a server-side close: only the host can end this module.
     std::future::pending::<()>().await;
