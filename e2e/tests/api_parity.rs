@@ -34,6 +34,9 @@ async fn api_checks_in_the_host_shim_match_the_native_run() {
     let expect_in_order = [
         "get missing pod: not found",
         "get_opt missing: None",
+        "send missing: 404 Not Found application/json reason=NotFound code=404",
+        "send create: 201 Created application/json raw-send Some({\"via\": \"send\"})",
+        "send delete: 200 OK application/json",
         "discovery pods: pods Namespaced list=true",
         "watch missing resource: 404 Failed to parse error data",
         "create: api-checks data=Some({\"step\": \"created\"})",

@@ -57,15 +57,31 @@ async fn session(tcp: TcpStream, protocol: &'static str) -> anyhow::Result<()> {
             );
             return Err(refused);
         }
+        if uri.contains("/pods/proxied/") {
+            // Something between that answers neither with an error nor by switching
+            // protocols (tungstenite writes any status but a 2xx here).
+            let mut moved = http::Response::new(Some("moved".to_string()));
+            *moved.status_mut() = http::StatusCode::FOUND;
+            moved
+                .headers_mut()
+                .insert("location", http::HeaderValue::from_static("/elsewhere"));
+            return Err(moved);
+        }
         let offered = req
             .headers()
             .get("sec-websocket-protocol")
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
         assert!(offered.contains(protocol), "client offered {offered:?}");
+        // A subprotocol the client did not offer, for pod `wrongproto`.
+        let chosen = if uri.contains("/pods/wrongproto/") {
+            "v3.channel.k8s.io"
+        } else {
+            protocol
+        };
         resp.headers_mut().insert(
             "sec-websocket-protocol",
-            http::HeaderValue::from_static(protocol),
+            http::HeaderValue::from_static(chosen),
         );
         Ok(resp)
     };
@@ -205,6 +221,8 @@ async fn channel_protocol_v5_through_the_host_relay_matches_native_kube() {
         "exec false: stdout=\"\" stderr=\"false: failed\\n\" status=Some(\"Some(\\\"Failure\\\") Some(\\\"NonZeroExitCode\\\") Some(\\\"1\\\")\")".to_string(),
         "attach tty: stdout=\"resized to {\\\"Width\\\":132,\\\"Height\\\":43}\" stderr=\"\" status=Some(\"Some(\\\"Success\\\") None None\")".to_string(),
         "exec missing: 404 NotFound".to_string(),
+        "exec proxied: upgrade failed: failed to switch protocol: 302 Found".to_string(),
+        "exec wrongproto: upgrade failed: Sec-WebSocket-Protocol mismatched".to_string(),
     ];
     expected.extend(PORTFORWARD.map(str::to_string));
     assert_eq!(native, expected);

@@ -1,4 +1,4 @@
-//! The kube-wasm ABI contract, version 1.1: the one Rust definition of everything that crosses
+//! The kube-wasm ABI contract, version 1.2: the one Rust definition of everything that crosses
 //! the boundary between a controller module (guest) and the host shim.
 //!
 //! [`SPEC.md`](https://example.invalid/kube-wasm/kube-wasm-abi/SPEC.md) in this crate is the
@@ -17,7 +17,9 @@ pub mod stream;
 
 pub use frame::{Frame, FrameError, decode_frame, encode_frame};
 pub use lines::LineFramer;
-pub use ops::{Completion, ErrorCode, HttpRequest, OpError, OpId, ResponseMode, WatchRequest};
+pub use ops::{
+    Completion, ErrorCode, HttpRequest, OpError, OpId, ResponseMode, UpgradeFailure, WatchRequest,
+};
 pub use stream::{DEFAULT_STREAM_CREDIT, StreamOpen, StreamSend};
 
 /// Major version of this ABI. Part of the import module name ([`names::IMPORT_MODULE`]); a
@@ -25,8 +27,9 @@ pub use stream::{DEFAULT_STREAM_CREDIT, StreamOpen, StreamSend};
 pub const ABI_MAJOR: u16 = 1;
 
 /// Minor version of this ABI: additions that old guests do not use. A host accepts a module
-/// whose minor version is at most its own.
-pub const ABI_MINOR: u16 = 1;
+/// whose minor version is at most its own. 1.1 added duplex streams; 1.2 the `upgrade` error
+/// code and its [`UpgradeFailure`] field.
+pub const ABI_MINOR: u16 = 2;
 
 /// The value the guest export [`names::EXPORT_ABI_VERSION`] returns: `major << 16 | minor`.
 pub const ABI_VERSION: u32 = pack_version(ABI_MAJOR, ABI_MINOR);

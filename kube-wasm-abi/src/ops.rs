@@ -165,6 +165,11 @@ pub struct OpError {
     pub code: ErrorCode,
     /// Human-readable detail from the host.
     pub message: String,
+    /// For code [`ErrorCode::Upgrade`] (ABI 1.2): which check of the websocket handshake
+    /// failed. Absent otherwise; left out of the JSON when absent, so the header of every
+    /// other error is as in ABI 1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<UpgradeFailure>,
 }
 
 impl OpError {
@@ -173,8 +178,54 @@ impl OpError {
         Self {
             code,
             message: message.into(),
+            upgrade: None,
         }
     }
+
+    /// An error of code [`ErrorCode::Upgrade`] (ABI 1.2): the websocket handshake of a
+    /// `stream_open` failed `check`; `message` is the host's description of the failure.
+    pub fn upgrade(check: UpgradeFailure, message: impl Into<String>) -> Self {
+        Self {
+            code: ErrorCode::Upgrade,
+            message: message.into(),
+            upgrade: Some(check),
+        }
+    }
+}
+
+/// Which check of the websocket handshake failed, in the `upgrade` field of an `error`
+/// completion of code `upgrade` (ABI 1.2, SPEC.md "Duplex streams"): the checks kube 5.0's
+/// `Client::connect` makes after the API server answered the upgrade request without an
+/// error status, one per variant of kube's `UpgradeConnectionError`.
+///
+/// In JSON, an object whose `check` names the variant in snake case, e.g.
+/// `{"check":"protocol_switch","status":200}` or `{"check":"sec_websocket_accept_key_mismatch"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "check", rename_all = "snake_case")]
+pub enum UpgradeFailure {
+    /// The server answered with `status`, which is neither `101 Switching Protocols` nor an
+    /// error status (a 4xx/5xx answer is a `response` completion instead).
+    ProtocolSwitch {
+        /// The HTTP status the server answered with.
+        status: u16,
+    },
+    /// The `101` answer's `Upgrade` header was not `websocket` (case-insensitive).
+    #[serde(rename = "missing_upgrade_websocket_header")]
+    MissingUpgradeWebSocketHeader,
+    /// The `101` answer's `Connection` header was not `Upgrade` (case-insensitive).
+    MissingConnectionUpgradeHeader,
+    /// The `101` answer's `Sec-WebSocket-Accept` did not match the key the host sent.
+    #[serde(rename = "sec_websocket_accept_key_mismatch")]
+    SecWebSocketAcceptKeyMismatch,
+    /// The `101` answer named no `Sec-WebSocket-Protocol`, or one the host did not offer.
+    #[serde(rename = "sec_websocket_protocol_mismatch")]
+    SecWebSocketProtocolMismatch,
+    /// The handshake passed, but the upgraded connection could not be taken over from the
+    /// HTTP client; the error's `message` is the HTTP client's error.
+    GetPendingUpgrade,
+    /// A check this version of the ABI does not know (sent by a newer host).
+    #[serde(other)]
+    Unknown,
 }
 
 /// The kind of an [`OpError`].
@@ -192,6 +243,9 @@ pub enum ErrorCode {
     TooLarge,
     /// The host could not turn the envelope into a request (bad method, path or header).
     InvalidRequest,
+    /// A `stream_open`'s websocket handshake failed after the API server answered without
+    /// an error status; the error's `upgrade` field says which check failed (ABI 1.2).
+    Upgrade,
     /// Anything else that went wrong inside the host.
     Internal,
     /// A code this version of the ABI does not know (sent by a newer host).
@@ -207,6 +261,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::Stream => "stream",
             ErrorCode::TooLarge => "too_large",
             ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::Upgrade => "upgrade",
             ErrorCode::Internal => "internal",
             ErrorCode::Unknown => "unknown",
         })
@@ -244,6 +299,58 @@ mod tests {
             serde_json::from_str(r#"{"kind":"error","code":"quota","message":"m"}"#)
                 .expect("decodes");
         assert_eq!(e, Completion::Error(OpError::new(ErrorCode::Unknown, "m")));
+    }
+
+    #[test]
+    fn upgrade_errors_carry_the_failed_check() {
+        let e = Completion::Error(OpError::upgrade(
+            UpgradeFailure::ProtocolSwitch { status: 200 },
+            "failed to switch protocol: 200 OK",
+        ));
+        let json = serde_json::to_string(&e).expect("serialises");
+        assert_eq!(
+            json,
+            r#"{"kind":"error","code":"upgrade","message":"failed to switch protocol: 200 OK","upgrade":{"check":"protocol_switch","status":200}}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<Completion>(&json).expect("decodes"),
+            e
+        );
+        for (check, name) in [
+            (
+                UpgradeFailure::MissingUpgradeWebSocketHeader,
+                "missing_upgrade_websocket_header",
+            ),
+            (
+                UpgradeFailure::MissingConnectionUpgradeHeader,
+                "missing_connection_upgrade_header",
+            ),
+            (
+                UpgradeFailure::SecWebSocketAcceptKeyMismatch,
+                "sec_websocket_accept_key_mismatch",
+            ),
+            (
+                UpgradeFailure::SecWebSocketProtocolMismatch,
+                "sec_websocket_protocol_mismatch",
+            ),
+            (UpgradeFailure::GetPendingUpgrade, "get_pending_upgrade"),
+        ] {
+            let json = serde_json::to_string(&check).expect("serialises");
+            assert_eq!(json, format!(r#"{{"check":"{name}"}}"#));
+            assert_eq!(
+                serde_json::from_str::<UpgradeFailure>(&json).expect("decodes"),
+                check
+            );
+        }
+        // A check of a newer host, and a 1.1 header without the field.
+        let newer: OpError = serde_json::from_str(
+            r#"{"code":"upgrade","message":"m","upgrade":{"check":"extension_mismatch","x":1}}"#,
+        )
+        .expect("decodes");
+        assert_eq!(newer.upgrade, Some(UpgradeFailure::Unknown));
+        let old: OpError =
+            serde_json::from_str(r#"{"code":"connect","message":"m"}"#).expect("decodes");
+        assert_eq!(old, OpError::new(ErrorCode::Connect, "m"));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! The variants keep kube's names and `Display` texts, so code that matches on
 //! `kube::Error::Api(status) if status.is_not_found()` or prints errors behaves the same in a
 //! guest. Variants for things a guest does not have — hyper, TLS stacks, proxies, credential
-//! plugins, WebSocket upgrades — are left out.
+//! plugins — are left out. With the `ws` feature, [`Error::UpgradeConnection`] reports a
+//! failed WebSocket handshake as kube's does (the host does the handshake and says which
+//! check failed).
 //!
 //! How a failure reported by the host (an ABI `error` completion) becomes an [`enum@Error`] is
 //! decided in one place, `client::host_error`, after the table in `kube-wasm-abi/SPEC.md`.
@@ -81,6 +83,14 @@ pub enum Error {
     /// [`discovery`](crate::discovery), as in kube.
     #[error("Error from discovery: {0}")]
     Discovery(#[source] DiscoveryError),
+
+    /// [`Client::connect`](crate::Client::connect) (and so `exec`, `attach`, `portforward`)
+    /// could not upgrade to a WebSocket connection: the API server answered without an
+    /// error status (those are [`Error::Api`]) and the handshake failed the check the
+    /// [`UpgradeConnectionError`](crate::client::UpgradeConnectionError) names, as in kube.
+    #[cfg(feature = "ws")]
+    #[error("failed to upgrade to a WebSocket connection: {0}")]
+    UpgradeConnection(#[source] crate::client::UpgradeConnectionError),
 
     /// Loading a configuration through the kubeconfig entry points failed.
     #[error("Failed to infer provided configuration: {0}")]

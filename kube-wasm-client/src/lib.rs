@@ -23,10 +23,13 @@
 //!
 //! [`discovery`] (with [`Discovery`]) is kube's, its requests going through the host too;
 //! [`Client::request_stream`] and `Api::log_stream` stream a body line by line (`lines`
-//! mode).
+//! mode); [`Client::send`] is kube's raw `http::Request<Body>` → `http::Response<Body>`
+//! path (every status comes back as a response; the body arrives whole). With the `ws`
+//! feature, [`Client::connect`], `Api::exec`, `Api::attach` and `Api::portforward` run over
+//! a websocket the host opens and relays, failing as kube's do
+//! ([`Error::Api`], `Error::UpgradeConnection`).
 //!
-//! Not provided (yet): `Client::send`, WebSocket subresources (exec, attach,
-//! port-forward), `ClientBuilder` and tower layers.
+//! Not provided: `ClientBuilder` and tower layers (the host owns the HTTP stack).
 
 pub mod api;
 pub mod client;

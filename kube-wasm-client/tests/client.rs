@@ -8,6 +8,7 @@ mod client {
     mod dynamic;
     mod entry;
     mod errors;
+    mod raw_send;
     mod requests;
     mod send;
     mod streams;

@@ -4,8 +4,9 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kube_wasm_abi::stream::{PROTOCOL_V4, PROTOCOL_V5};
-use kube_wasm_abi::{Completion, OpId, StreamSend};
+use kube_wasm_abi::{Completion, ErrorCode, OpError, OpId, StreamSend, UpgradeFailure};
 use kube_wasm_client::api::{AttachParams, TerminalSize};
+use kube_wasm_client::client::UpgradeConnectionError;
 use kube_wasm_client::{Api, Client, Error};
 use kube_wasm_guest::fake::{FakeHost, Submitted};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -211,6 +212,148 @@ fn a_refused_upgrade_is_an_api_error() {
             assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"))
         }
         other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// What `Client::connect` returns when the host answers its `stream_open` with `completion`.
+fn connect_answered(completion: Completion, body: &[u8]) -> Result<(), Error> {
+    let host = FakeHost::install();
+    let mut task = host.spawn(async {
+        let request = http::Request::get("/api/v1/namespaces/ns/pods/p/exec?command=ls")
+            .body(Vec::new())
+            .expect("request");
+        Client::for_host("default")
+            .connect(request)
+            .await
+            .map(|_| ())
+    });
+    host.run_until_stalled();
+    let [Submitted::StreamOpen { id, .. }] = host.take_submitted()[..] else {
+        panic!("stream_open");
+    };
+    host.complete(id, &completion, body);
+    task.output().expect("finished")
+}
+
+#[test]
+fn a_refusal_with_a_text_body_is_a_synthesised_api_error() {
+    let refused = Completion::Response {
+        status: 403,
+        headers: vec![],
+    };
+    match connect_answered(refused, b"forbidden, go away\n") {
+        Err(Error::Api(status)) => {
+            assert_eq!(status.code, 403);
+            assert_eq!(status.message, "forbidden, go away");
+            assert_eq!(status.reason, "Failed to parse error data");
+        }
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_answer_that_neither_refuses_nor_switches_is_a_protocol_switch_error() {
+    let ok = Completion::Response {
+        status: 200,
+        headers: vec![],
+    };
+    match connect_answered(ok, b"{}") {
+        Err(Error::UpgradeConnection(UpgradeConnectionError::ProtocolSwitch(status))) => {
+            assert_eq!(status, http::StatusCode::OK)
+        }
+        other => panic!("expected ProtocolSwitch, got {other:?}"),
+    }
+}
+
+#[test]
+fn upgrade_errors_become_kubes_upgrade_connection_errors() {
+    let cases = [
+        (
+            UpgradeFailure::ProtocolSwitch { status: 302 },
+            "failed to upgrade to a WebSocket connection: failed to switch protocol: 302 Found",
+        ),
+        (
+            UpgradeFailure::MissingUpgradeWebSocketHeader,
+            "failed to upgrade to a WebSocket connection: upgrade header was not set to websocket",
+        ),
+        (
+            UpgradeFailure::MissingConnectionUpgradeHeader,
+            "failed to upgrade to a WebSocket connection: connection header was not set to Upgrade",
+        ),
+        (
+            UpgradeFailure::SecWebSocketAcceptKeyMismatch,
+            "failed to upgrade to a WebSocket connection: Sec-WebSocket-Accept key mismatched",
+        ),
+        (
+            UpgradeFailure::SecWebSocketProtocolMismatch,
+            "failed to upgrade to a WebSocket connection: Sec-WebSocket-Protocol mismatched",
+        ),
+    ];
+    for (check, display) in cases {
+        let error = OpError::upgrade(check, "from the host");
+        let err = connect_answered(Completion::Error(error), b"").expect_err("fails");
+        assert_eq!(err.to_string(), display, "{check:?}");
+        let Error::UpgradeConnection(upgrade) = &err else {
+            panic!("{check:?}: expected UpgradeConnection, got {err:?}");
+        };
+        let matches = match (check, upgrade) {
+            (
+                UpgradeFailure::ProtocolSwitch { status },
+                UpgradeConnectionError::ProtocolSwitch(got),
+            ) => got.as_u16() == status,
+            (
+                UpgradeFailure::MissingUpgradeWebSocketHeader,
+                UpgradeConnectionError::MissingUpgradeWebSocketHeader,
+            )
+            | (
+                UpgradeFailure::MissingConnectionUpgradeHeader,
+                UpgradeConnectionError::MissingConnectionUpgradeHeader,
+            )
+            | (
+                UpgradeFailure::SecWebSocketAcceptKeyMismatch,
+                UpgradeConnectionError::SecWebSocketAcceptKeyMismatch,
+            )
+            | (
+                UpgradeFailure::SecWebSocketProtocolMismatch,
+                UpgradeConnectionError::SecWebSocketProtocolMismatch,
+            ) => true,
+            _ => false,
+        };
+        assert!(matches, "{check:?} became {upgrade:?}");
+    }
+
+    let pending = OpError::upgrade(UpgradeFailure::GetPendingUpgrade, "connection closed");
+    let err = connect_answered(Completion::Error(pending), b"").expect_err("fails");
+    let Error::UpgradeConnection(UpgradeConnectionError::GetPendingUpgrade(source)) = &err else {
+        panic!("expected GetPendingUpgrade, got {err:?}");
+    };
+    let op = source.downcast_ref::<OpError>().expect("the host's error");
+    assert_eq!(
+        (op.code, op.message.as_str()),
+        (ErrorCode::Upgrade, "connection closed")
+    );
+    assert_eq!(
+        err.to_string(),
+        "failed to upgrade to a WebSocket connection: failed to get pending HTTP upgrade: \
+         upgrade: connection closed"
+    );
+}
+
+#[test]
+fn unknown_checks_and_other_failures_are_service_errors() {
+    for error in [
+        OpError::upgrade(UpgradeFailure::Unknown, "a newer check"),
+        OpError::new(ErrorCode::Upgrade, "no check named"),
+        OpError::upgrade(UpgradeFailure::ProtocolSwitch { status: 7 }, "not a status"),
+        OpError::new(ErrorCode::Connect, "refused"),
+    ] {
+        let expected = error.clone();
+        match connect_answered(Completion::Error(error), b"") {
+            Err(Error::Service(source)) => {
+                assert_eq!(source.downcast_ref::<OpError>(), Some(&expected))
+            }
+            other => panic!("{expected:?}: expected a service error, got {other:?}"),
+        }
     }
 }
 

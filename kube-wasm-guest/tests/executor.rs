@@ -222,6 +222,7 @@ fn malformed_completion_becomes_an_error_value() {
         Some(Some(Completion::Error(OpError {
             code: ErrorCode::Internal,
             message,
+            ..
         }))) => {
             assert!(message.contains("malformed"), "{message}")
         }

@@ -22,9 +22,11 @@
 //! `rustls-tls`, `ring`):
 //!
 //! - `client`, `config`: as in kube (the client and config modules).
-//! - `derive`, `admission`, `jsonpatch`, `cel`, `ws`, `kubelet-debug`: forwarded to
-//!   kube-core / kube-derive as in kube. `ws` only brings kube-core's types: exec, attach
-//!   and port-forward are not available in a guest.
+//! - `derive`, `admission`, `jsonpatch`, `cel`, `kubelet-debug`: forwarded to kube-core /
+//!   kube-derive as in kube.
+//! - `ws`: as in kube, `Api::exec`, `Api::attach`, `Api::portforward`, `Client::connect`,
+//!   `client::UpgradeConnectionError` and `Error::UpgradeConnection`, over a websocket the
+//!   host opens with kube's own client and relays message by message.
 //! - `runtime`: [`runtime`] is `kube-runtime-wasm` (watcher, reflector, `WatchStreamExt`,
 //!   predicates, `Controller`, `applier`, scheduler, finalizer, events, wait), as kube's is
 //!   kube-runtime. `unstable-runtime` implies it and turns on kube-runtime-wasm's
@@ -36,8 +38,8 @@
 //!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`,
 //!   `unstable-client`: no-ops — the host owns the transport, TLS and credentials.
 //!
-//! Not provided: `client::ConfigExt` and
-//! `ClientBuilder` (tower layers), WebSocket subresources.
+//! Not provided: `client::ConfigExt` and `ClientBuilder` (tower layers): the host owns the
+//! HTTP stack. `Client::send` and `client::Body` are there, with whole bodies.
 
 #[cfg(feature = "client")]
 #[doc(inline)]

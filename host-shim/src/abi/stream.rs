@@ -26,7 +26,9 @@ use kube_wasm_abi::names::{
     IMPORT_MODULE, IMPORT_STREAM_CREDIT, IMPORT_STREAM_OPEN, IMPORT_STREAM_SEND,
 };
 use kube_wasm_abi::stream::{PROTOCOL_V4, PROTOCOL_V5};
-use kube_wasm_abi::{Completion, ErrorCode, OpError, OpId, StreamOpen, StreamSend, decode_frame};
+use kube_wasm_abi::{
+    Completion, ErrorCode, OpError, OpId, StreamOpen, StreamSend, UpgradeFailure, decode_frame,
+};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -261,6 +263,59 @@ pub fn build_upgrade_request(open: &StreamOpen) -> Result<http::Request<Vec<u8>>
     Ok(request)
 }
 
+/// The final completion (and its body) for a failed kube `Client::connect`, so that the guest
+/// can return the `kube::Error` kube returned here (SPEC.md, "A failed upgrade"):
+///
+/// - `Api` (kube's answer to a 4xx/5xx): a `response` with the `Status` as the JSON body and
+///   its code as the status — or 500 when that code is not a 4xx/5xx one (a `Status` body
+///   without a code), so the guest still sees an error status;
+/// - `UpgradeConnection`: an `upgrade` error naming the failed check;
+/// - anything else: the error [`upstream::request_error`] makes of it.
+fn connect_failure(err: kube::Error) -> (Completion, Vec<u8>) {
+    use kube::client::UpgradeConnectionError as Upgrade;
+    let error = match err {
+        kube::Error::Api(status) => {
+            let body = serde_json::to_vec(&status).unwrap_or_default();
+            let completion = Completion::Response {
+                status: if (400..=599).contains(&status.code) {
+                    status.code
+                } else {
+                    500
+                },
+                headers: vec![("content-type".into(), "application/json".into())],
+            };
+            return (completion, body);
+        }
+        kube::Error::UpgradeConnection(upgrade) => {
+            let check = match &upgrade {
+                Upgrade::ProtocolSwitch(status) => UpgradeFailure::ProtocolSwitch {
+                    status: status.as_u16(),
+                },
+                Upgrade::MissingUpgradeWebSocketHeader => {
+                    UpgradeFailure::MissingUpgradeWebSocketHeader
+                }
+                Upgrade::MissingConnectionUpgradeHeader => {
+                    UpgradeFailure::MissingConnectionUpgradeHeader
+                }
+                Upgrade::SecWebSocketAcceptKeyMismatch => {
+                    UpgradeFailure::SecWebSocketAcceptKeyMismatch
+                }
+                Upgrade::SecWebSocketProtocolMismatch => {
+                    UpgradeFailure::SecWebSocketProtocolMismatch
+                }
+                Upgrade::GetPendingUpgrade(_) => UpgradeFailure::GetPendingUpgrade,
+            };
+            let message = match &upgrade {
+                Upgrade::GetPendingUpgrade(http) => upstream::error_chain(http),
+                other => other.to_string(),
+            };
+            OpError::upgrade(check, message)
+        }
+        other => upstream::request_error(other),
+    };
+    (Completion::Error(error), Vec::new())
+}
+
 /// The host-side ends a stream task relays with.
 struct Relay {
     /// What the guest sends.
@@ -302,18 +357,9 @@ async fn run(
     };
     let connection = match ctx.upstream.connect(request).await {
         Ok(connection) => connection,
-        Err(kube::Error::Api(status)) => {
-            let body = serde_json::to_vec(&status).unwrap_or_default();
-            let completion = Completion::Response {
-                status: status.code,
-                headers: vec![("content-type".into(), "application/json".into())],
-            };
-            return sink.send(&completion, &body).await;
-        }
         Err(err) => {
-            return sink
-                .send(&Completion::Error(upstream::request_error(err)), b"")
-                .await;
+            let (completion, body) = connect_failure(err);
+            return sink.send(&completion, &body).await;
         }
     };
     let protocol = if connection.supports_stream_close() {

@@ -6,9 +6,10 @@ use super::Client;
 use super::api_errors::check_status;
 use super::host_error::{Phase, from_op_error, protocol_violation};
 use super::send::status_code;
-use crate::Result;
+use super::upgrade::UpgradeConnectionError;
+use crate::{Error, Result};
 use kube_wasm_abi::stream::PROTOCOL_V5;
-use kube_wasm_abi::{Completion, StreamOpen, StreamSend};
+use kube_wasm_abi::{Completion, ErrorCode, OpError, StreamOpen, StreamSend};
 use kube_wasm_guest::Op;
 
 /// Messages the host may deliver ahead of the guest. Each message read grants one more, so
@@ -44,10 +45,15 @@ impl Client {
     /// `v4.channel.k8s.io`, authenticates and relays.
     ///
     /// # Errors
-    /// [`Error::Api`](crate::Error::Api) when the API server refuses the upgrade (403, 404, a
-    /// pod without the container, …); [`Error::Service`](crate::Error::Service) when the host
-    /// cannot reach it or the handshake fails; [`Error::BuildRequest`](crate::Error::BuildRequest)
-    /// for a header that is not text.
+    /// As kube 5.0's, for the same server answer:
+    /// - [`Error::Api`] when the API server refuses the upgrade with an error status (403,
+    ///   404, a pod without the container, …): its `Status`, or one synthesised from the
+    ///   status and body text (and [`Error::FromUtf8`] for a body that is not UTF-8);
+    /// - [`Error::UpgradeConnection`] when it answers otherwise and the handshake fails:
+    ///   [`UpgradeConnectionError::ProtocolSwitch`] for any other status than `101`, or the
+    ///   header check that failed on a `101`;
+    /// - [`Error::Service`] when the host cannot reach it, or for a failed check this guest
+    ///   does not know; [`Error::BuildRequest`] for a header that is not text.
     pub async fn connect(&self, request: http::Request<Vec<u8>>) -> Result<Connection> {
         self.connect_with_keepalive(request, 0).await
     }
@@ -79,15 +85,33 @@ impl Client {
             Completion::Response { status, .. } => {
                 let status = status_code(status)?;
                 check_status(status, delivery.body())?;
-                Err(protocol_violation(format_args!(
-                    "the upgrade answered {status} without switching protocols"
-                )))
+                if status == http::StatusCode::SWITCHING_PROTOCOLS {
+                    return Err(protocol_violation(
+                        "a `response` of 101 for an upgrade that did not open",
+                    ));
+                }
+                // Not an error status, not a switch: kube's handshake check refuses it.
+                Err(Error::UpgradeConnection(
+                    UpgradeConnectionError::ProtocolSwitch(status),
+                ))
             }
-            Completion::Error(error) => Err(from_op_error(error, Phase::Request)),
+            Completion::Error(error) => Err(connect_error(error)),
             other => Err(protocol_violation(format_args!(
                 "{other:?} before the stream opened"
             ))),
         }
+    }
+}
+
+/// A host failure of a `stream_open` before it opened: [`Error::UpgradeConnection`] for an
+/// `upgrade` error naming a check this guest knows, else the table of `host_error`.
+fn connect_error(error: OpError) -> Error {
+    if error.code != ErrorCode::Upgrade {
+        return from_op_error(error, Phase::Request);
+    }
+    match UpgradeConnectionError::from_host(error) {
+        Ok(upgrade) => Error::UpgradeConnection(upgrade),
+        Err(unknown) => from_op_error(unknown, Phase::Request),
     }
 }
 

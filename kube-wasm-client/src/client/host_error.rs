@@ -19,6 +19,7 @@ pub(crate) enum Phase {
 /// | code | error |
 /// | --- | --- |
 /// | `connect`, `timeout`, `internal`, unknown | [`Error::Service`] |
+/// | `upgrade` | [`Error::Service`] here; `Client::connect` turns the checks it knows into `Error::UpgradeConnection` first |
 /// | `stream` | [`Error::ReadEvents`] in [`Phase::Stream`], else [`Error::Service`] |
 /// | `too_large` | [`Error::LinesCodecMaxLineLengthExceeded`] |
 /// | `invalid_request` | [`Error::BuildRequest`] (a `Validation` error carrying the message) |
@@ -37,6 +38,7 @@ pub(crate) fn from_op_error(error: OpError, phase: Phase) -> Error {
         | ErrorCode::Timeout
         | ErrorCode::Stream
         | ErrorCode::Internal
+        | ErrorCode::Upgrade
         | ErrorCode::Unknown => Error::Service(Box::new(error)),
     }
 }
@@ -73,6 +75,7 @@ mod tests {
             ErrorCode::Connect,
             ErrorCode::Timeout,
             ErrorCode::Internal,
+            ErrorCode::Upgrade,
             ErrorCode::Unknown,
         ] {
             for phase in [Phase::Request, Phase::Stream] {

@@ -2,14 +2,16 @@
 //!
 //! The [`Client`] does not open connections: each request becomes an ABI `http_request` op
 //! (each watch a `watch` op) that the host carries out with its own authenticated client.
-//! Errors follow kube's: a non-2xx response is [`crate::Error::Api`], a host
-//! failure maps per SPEC.md's error-code table.
+//! Errors follow kube's: a non-2xx response is [`crate::Error::Api`] (except for the raw
+//! [`Client::send`], which returns every response, as kube's), a host failure maps per
+//! SPEC.md's error-code table.
 
 use crate::{Config, Error, Result};
 use std::fmt;
 use std::sync::Arc;
 
 mod api_errors;
+mod body;
 mod body_reader;
 #[cfg(feature = "ws")]
 mod connection;
@@ -20,7 +22,11 @@ mod request_stream;
 mod requests;
 mod send;
 mod server_info;
+#[cfg(feature = "ws")]
+mod upgrade;
 mod watch;
+
+pub use body::Body;
 
 #[cfg(feature = "ws")]
 pub use connection::Connection;
@@ -30,6 +36,14 @@ pub use kube_core::discovery::v2::{
     APIGroupDiscovery, APIGroupDiscoveryList, APIResourceDiscovery, APISubresourceDiscovery,
     APIVersionDiscovery, GroupVersionKind as DiscoveryGroupVersionKind,
 };
+#[cfg(feature = "ws")]
+pub use upgrade::UpgradeConnectionError;
+
+/// An HTTP body of a dynamic backing type, as kube 5.0's `kube::client::DynBody` (whose
+/// suggested implementation is [`Body`]): `Box<DynBody>` holds any body of `Bytes` whose
+/// errors are boxed.
+pub type DynBody =
+    dyn http_body::Body<Data = bytes::Bytes, Error = crate::error::BoxError> + Send + Unpin;
 
 /// Client for connecting with a Kubernetes cluster, as `kube::Client` in kube 5.0.
 ///

@@ -79,6 +79,16 @@ fn public_futures_and_streams_are_send(client: Client, api: Api<ConfigMap>, pods
     });
     let owned = client.clone();
     assert_spawnable(async move {
+        use kube_wasm_client::client::Body;
+        let request = http::Request::get("/version").body(Body::empty())?;
+        let send = owned.send(request);
+        assert_send(&send);
+        let body = send.await?.into_body();
+        assert_send(&body);
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(body.collect_bytes().await?)
+    });
+    let owned = client.clone();
+    assert_spawnable(async move {
         let discovery = Discovery::new(owned.clone()).run().await?;
         let discovery = Discovery::new(owned.clone())
             .filter(&["apps"])

@@ -1,6 +1,8 @@
-//! Client, every `Api` method, the params builders and kube's errors, as kube 5.0 code.
+//! Client, every `Api` method, the params builders, `Client::send` with `client::Body`, and
+//! kube's errors, as kube 5.0 code.
 
 use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
@@ -225,6 +227,38 @@ async fn subresources(client: Client) -> Result<(), Error> {
     Ok(())
 }
 
+/// `Client::send`: the raw `http::Request<Body>` → `http::Response<Body>` path, where every
+/// status is a response, and `Body`'s constructors, readers and `http_body::Body` impl.
+async fn raw_send(client: &Client) -> Result<(), Error> {
+    use kube::client::{Body, DynBody};
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps/missing")
+        .body(Body::empty())
+        .map_err(Error::HttpError)?;
+    let future = client.send(request);
+    assert_send(&future);
+    let response: http::Response<Body> = future.await?;
+    let _: http::StatusCode = response.status();
+    let _: Option<&http::HeaderValue> = response.headers().get(http::header::CONTENT_TYPE);
+    let body = response.into_body();
+    let _: Option<Body> = body.try_clone();
+    let bytes = body.collect_bytes().await?;
+    let again = Body::from(bytes.clone());
+    let _ = Body::from(bytes.to_vec()).try_clone();
+    let _ = again.collect().await?.to_bytes();
+
+    let post = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(br#"{"metadata":{"name":"raw"}}"#.to_vec()))
+        .map_err(Error::HttpError)?;
+    let _ = client.send(post).await?.into_body().collect_bytes().await?;
+
+    let boxed: Box<DynBody> = Box::new(
+        Body::empty().map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { Box::new(e) }),
+    );
+    drop(boxed);
+    Ok(())
+}
+
 fn errors(result: Result<ConfigMap, Error>) -> Option<ConfigMap> {
     match result {
         Ok(cm) => Some(cm),
@@ -255,6 +289,7 @@ async fn main() -> anyhow::Result<()> {
     let client = client().await?;
     core_methods(client.clone()).await?;
     subresources(client.clone()).await?;
+    raw_send(&client).await?;
     let _ = errors(Api::<ConfigMap>::default_namespaced(client).get("x").await);
     Ok(())
 }

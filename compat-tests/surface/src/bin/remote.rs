@@ -1,10 +1,12 @@
 //! exec, attach and portforward (kube's `ws` feature) as a kube-rs 5.0 user writes them:
 //! stdin/stdout/stderr handles, the status channel, terminal resizes, port streams and their
-//! error channels. Built natively against kube 5.0 and for wasm32-wasip1 against kube-wasm.
+//! error channels, and a refused or failed upgrade (`Error::Api`, `Error::UpgradeConnection`).
+//! Built natively against kube 5.0 and for wasm32-wasip1 against kube-wasm.
 
 use futures::SinkExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{AttachParams, AttachedProcess, Portforwarder, TerminalSize};
+use kube::client::UpgradeConnectionError;
 use kube::{Api, Client};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -78,9 +80,31 @@ async fn upgraded_connection(client: &Client) -> anyhow::Result<()> {
     let request =
         http::Request::get("/api/v1/namespaces/default/pods/pod/exec?command=ls&stdout=true")
             .body(Vec::new())?;
-    let connection = client.connect(request).await?;
-    println!("v5: {}", connection.supports_stream_close());
+    match client.connect(request).await {
+        Ok(connection) => println!("v5: {}", connection.supports_stream_close()),
+        Err(kube::Error::Api(status)) => println!("refused: {}", status.code),
+        Err(kube::Error::UpgradeConnection(error)) => println!("{}", upgrade_failure(&error)),
+        Err(other) => return Err(other.into()),
+    }
     Ok(())
+}
+
+/// Every variant of kube's `UpgradeConnectionError`, matched exhaustively.
+fn upgrade_failure(error: &UpgradeConnectionError) -> String {
+    match error {
+        UpgradeConnectionError::ProtocolSwitch(status) => {
+            let status: &http::StatusCode = status;
+            format!("answered {status}")
+        }
+        UpgradeConnectionError::MissingUpgradeWebSocketHeader
+        | UpgradeConnectionError::MissingConnectionUpgradeHeader
+        | UpgradeConnectionError::SecWebSocketAcceptKeyMismatch
+        | UpgradeConnectionError::SecWebSocketProtocolMismatch => error.to_string(),
+        UpgradeConnectionError::GetPendingUpgrade(source) => {
+            let _: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+            format!("pending upgrade: {source}")
+        }
+    }
 }
 
 #[tokio::main]

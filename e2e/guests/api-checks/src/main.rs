@@ -44,6 +44,43 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
+/// `Client::send`: raw requests whose every answer, 404 included, is a response (status,
+/// content type and body as the server sent them).
+async fn raw_send(client: &Client, ns: &str) -> anyhow::Result<()> {
+    use kube::client::Body;
+    let url = format!("/api/v1/namespaces/{ns}/configmaps");
+    let show = |what: &str, response: &http::Response<Body>| {
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        format!("send {what}: {} {content_type}", response.status())
+    };
+
+    let missing = http::Request::get(format!("{url}/does-not-exist")).body(Body::empty())?;
+    let response = client.send(missing).await?;
+    let line = show("missing", &response);
+    let status: kube::core::Status =
+        serde_json::from_slice(&response.into_body().collect_bytes().await?)?;
+    println!("{line} reason={} code={}", status.reason, status.code);
+
+    let create = http::Request::post(&url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(
+            br#"{"metadata":{"name":"raw-send"},"data":{"via":"send"}}"#.to_vec(),
+        ))?;
+    let response = client.send(create).await?;
+    let line = show("create", &response);
+    let created: ConfigMap = serde_json::from_slice(&response.into_body().collect_bytes().await?)?;
+    println!("{line} {} {:?}", created.name_any(), created.data);
+
+    let delete = http::Request::delete(format!("{url}/raw-send")).body(Body::empty())?;
+    let response = client.send(delete).await?;
+    println!("{}", show("delete", &response));
+    Ok(())
+}
+
 async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -57,6 +94,8 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
         "get_opt missing: {:?}",
         cms.get_opt("does-not-exist").await?.map(|c| c.name_any())
     );
+
+    raw_send(&client, ns).await?;
 
     // Discovery of the built-in groups.
     let discovery = kube::Discovery::new(client.clone()).run().await?;

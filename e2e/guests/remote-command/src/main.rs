@@ -73,6 +73,17 @@ async fn main() -> anyhow::Result<()> {
         Err(other) => println!("exec missing: other error {other}"),
     }
 
+    // Answers that are not errors but fail kube's handshake checks.
+    for pod in ["proxied", "wrongproto"] {
+        match pods.exec(pod, vec!["ls"], &AttachParams::default()).await {
+            Ok(_) => println!("exec {pod}: connected"),
+            Err(kube::Error::UpgradeConnection(error)) => {
+                println!("exec {pod}: upgrade failed: {error}")
+            }
+            Err(other) => println!("exec {pod}: other error {other}"),
+        }
+    }
+
     let mut forwarder = pods.portforward("echo", &[8080, 9090]).await?;
     let mut port = forwarder.take_stream(8080).expect("port 8080");
     let error = forwarder.take_error(9090).expect("errors of 9090");
