@@ -19,6 +19,9 @@
 //! Each module acts as its own [`identity`] (a ServiceAccount the host impersonates) and may
 //! be held to an allowlist of [`permissions`], checked on the [`request_info`] of every
 //! request before it leaves the host.
+//!
+//! An idle module may be [`suspend`]ed to disk: its memory written to a snapshot file and its
+//! instance dropped, until the next completion restores it.
 
 pub mod abi;
 pub mod backoff;
@@ -42,6 +45,7 @@ pub mod restart;
 pub mod state;
 pub mod stop;
 pub mod supervisor;
+pub mod suspend;
 pub mod units;
 pub mod upstream;
 pub mod wasi;
