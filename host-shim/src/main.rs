@@ -16,6 +16,7 @@ use host_shim::manifest::{MAX_MEMORY_LIMIT, Manifest};
 use host_shim::module::ModuleOutcome;
 use host_shim::state::OpLimits;
 use host_shim::supervisor::exit_status;
+use host_shim::suspend::SuspendPolicy;
 use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor};
 use tracing_subscriber::EnvFilter;
 
@@ -71,6 +72,7 @@ struct Plan {
     stop_timeout: Duration,
     metrics_addr: Option<std::net::SocketAddr>,
     largest_memory: u64,
+    suspend_dir: Option<PathBuf>,
 }
 
 struct PlannedModule {
@@ -91,6 +93,7 @@ impl Plan {
                     .or_else(host_shim::cache::default_dir)
             }
         };
+        let default_suspend = args.suspend_after.map(SuspendPolicy::after);
         let Some(path) = &args.manifest else {
             let names = module_names(&args.modules);
             return Ok(Self {
@@ -100,7 +103,10 @@ impl Plan {
                     .map(|(name, wasm)| PlannedModule {
                         name,
                         wasm: wasm.clone(),
-                        options: ModuleOptions::default(),
+                        options: ModuleOptions {
+                            suspend: default_suspend,
+                            ..ModuleOptions::default()
+                        },
                     })
                     .collect(),
                 cache_dir: default_cache(),
@@ -110,6 +116,7 @@ impl Plan {
                 stop_timeout: Duration::from_secs(args.stop_timeout.unwrap_or(DEFAULT_STOP_SECS)),
                 metrics_addr: args.metrics_addr,
                 largest_memory: MAX_MEMORY_LIMIT,
+                suspend_dir: args.suspend_dir.clone(),
             });
         };
         let manifest = Manifest::load(path)?;
@@ -132,6 +139,7 @@ impl Plan {
                         restart: spec.restart,
                         service_account: spec.service_account,
                         permissions: spec.permissions,
+                        suspend: spec.suspend.or(default_suspend),
                     },
                     name: spec.name,
                     wasm: spec.wasm,
@@ -148,6 +156,7 @@ impl Plan {
                 .unwrap_or(Duration::from_secs(DEFAULT_STOP_SECS)),
             metrics_addr: args.metrics_addr.or(manifest.metrics_addr),
             largest_memory,
+            suspend_dir: args.suspend_dir.clone().or(manifest.suspend_dir),
         })
     }
 }
@@ -192,6 +201,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         entry_deadline: plan
             .entry_deadline
             .unwrap_or(Settings::default().entry_deadline),
+        suspend_dir: plan.suspend_dir,
         ..Settings::default()
     };
     let host = Host::with_identities(identities, settings)?;

@@ -6,6 +6,8 @@
 //! entryDeadline: 10s                 # optional: longest single call into a module
 //! stopTimeout: 10s                   # optional: how long modules get to exit on SIGTERM
 //! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
+//! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
+//!                                    #   (default: <cacheDir>/suspended; see `suspend`)
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
 //!   max: 5m
@@ -27,6 +29,9 @@
 //!       - verbs: [patch]
 //!         apiGroups: [apps]          # optional, default [""] (the core group)
 //!         resources: [deployments, deployments/scale]
+//!     suspend:                       # optional: suspend to disk when idle (default: never)
+//!       idleAfter: 30s               #   no delivery for this long (doubled, up to ×16, for
+//!                                    #   a module woken sooner than this after a suspend)
 //! ```
 //!
 //! Unknown fields are errors (a misspelt `memroy:` must not silently mean "no limit"). Every
@@ -44,6 +49,7 @@ use crate::backoff::Backoff;
 use crate::identity::ServiceAccount;
 use crate::permissions::{Permissions, Rule, VERBS};
 use crate::restart::RestartPolicy;
+use crate::suspend::SuspendPolicy;
 use crate::units::{parse_duration, parse_size};
 
 /// The memory cap of a module whose entry has no `memory` field: 256 MiB.
@@ -68,6 +74,8 @@ pub struct Manifest {
     pub stop_timeout: Option<Duration>,
     /// Where the metrics endpoint listens (`metricsAddr`).
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Where snapshots of suspended modules go (`suspendDir`), if set.
+    pub suspend_dir: Option<PathBuf>,
     /// The modules, in manifest order (at least one).
     pub modules: Vec<ModuleSpec>,
 }
@@ -93,6 +101,8 @@ pub struct ModuleSpec {
     pub service_account: Option<ServiceAccount>,
     /// Its allowlist; `None`: everything its identity may do.
     pub permissions: Option<Permissions>,
+    /// When it is suspended to disk (`suspend`); `None`: never.
+    pub suspend: Option<SuspendPolicy>,
 }
 
 /// Why a manifest cannot be used: unreadable, not YAML of the manifest's shape, or invalid.
@@ -147,6 +157,7 @@ struct RawManifest {
     backoff: Option<RawBackoff>,
     stop_timeout: Option<String>,
     metrics_addr: Option<String>,
+    suspend_dir: Option<String>,
     #[serde(default)]
     modules: Vec<RawModule>,
 }
@@ -173,6 +184,13 @@ struct RawModule {
     restart_policy: Option<String>,
     service_account: Option<RawServiceAccount>,
     permissions: Option<Vec<RawRule>>,
+    suspend: Option<RawSuspend>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSuspend {
+    idle_after: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -297,6 +315,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         backoff,
         stop_timeout,
         metrics_addr,
+        suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
         modules,
     }
 }
@@ -380,6 +399,19 @@ fn validate_module(
             .map(|(i, rule)| validate_rule(rule, &format!("{at}.permissions[{i}]"), problems))
             .collect(),
     });
+    let suspend = raw
+        .suspend
+        .and_then(|suspend| match parse_duration(&suspend.idle_after) {
+            Ok(d) if d.is_zero() => {
+                problems.push(format!("{at}.suspend.idleAfter: must be more than zero"));
+                None
+            }
+            Ok(d) => Some(SuspendPolicy::after(d)),
+            Err(e) => {
+                problems.push(format!("{at}.suspend.idleAfter: {e}"));
+                None
+            }
+        });
     ModuleSpec {
         name: raw.name,
         wasm,
@@ -390,6 +422,7 @@ fn validate_module(
         restart,
         service_account,
         permissions,
+        suspend,
     }
 }
 
@@ -688,6 +721,72 @@ modules:
             );
         }
         assert_eq!(found.len(), expected.len(), "{found:#?}");
+    }
+
+    #[test]
+    fn suspend_settings_parse_and_are_checked() {
+        let manifest = parse(
+            r#"
+suspendDir: snapshots
+modules:
+  - {name: a, wasm: Cargo.toml, suspend: {idleAfter: 30s}}
+  - {name: b, wasm: Cargo.toml}
+"#,
+        )
+        .expect("valid");
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(manifest.suspend_dir, Some(base.join("snapshots")));
+        assert_eq!(
+            manifest.modules[0].suspend,
+            Some(SuspendPolicy::after(Duration::from_secs(30)))
+        );
+        assert_eq!(
+            manifest.modules[1].suspend, None,
+            "never suspended by default"
+        );
+
+        let found = problems(
+            r#"
+modules:
+  - {name: a, wasm: Cargo.toml, suspend: {idleAfter: 0s}}
+  - {name: b, wasm: Cargo.toml, suspend: {idleAfter: soon}}
+"#,
+        );
+        let expected = [
+            "modules[0] (a).suspend.idleAfter: must be more than zero",
+            "modules[1] (b).suspend.idleAfter: \"soon\" is not a duration",
+        ];
+        for want in expected {
+            assert!(
+                found.iter().any(|p| p.starts_with(want)),
+                "missing {want:?} in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
+
+        for (text, needle) in [
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: {idleafter: 1s}}\n",
+                "idleafter",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: {}}\n",
+                "idleAfter",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: 30s}\n",
+                "",
+            ),
+            ("suspenddir: x\nmodules: []\n", "suspenddir"),
+        ] {
+            match parse(text) {
+                Err(err @ ManifestError::Syntax { .. }) => {
+                    let message = err.to_string();
+                    assert!(message.contains(needle), "{message}");
+                }
+                other => panic!("{text}: expected a syntax error, got {other:?}"),
+            }
+        }
     }
 
     #[test]
