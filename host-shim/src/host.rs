@@ -207,7 +207,7 @@ impl Host {
     /// distinct wasm is compiled (or taken from the cache, see [`Settings::cache_dir`]) and
     /// pre-instantiated once per host; loading the same bytes again shares that work.
     /// Before compiling, the module is checked and, if it can be suspended, rewritten to
-    /// export its mutable globals ([`suspend::prepare`]); the cache is keyed by the bytes
+    /// export its mutable globals ([`suspend::prepare()`]); the cache is keyed by the bytes
     /// compiled. CPU-bound on first use: call it from a blocking thread for big modules.
     ///
     /// # Errors

@@ -2,7 +2,7 @@
 //!
 //! Between two guest entries no wasm frame is on the stack (SPEC.md, "Design in one
 //! paragraph"), so a module between entries is entirely its linear memory and its mutable
-//! globals (its tables never change: [`prepare`] checks that at load time and exports the
+//! globals (its tables never change: [`prepare()`] checks that at load time and exports the
 //! globals wasmtime could not otherwise read). The host-side state — the op table, streams,
 //! WASI context, completion queue — is host memory and stays where it is.
 //!
