@@ -607,10 +607,12 @@ impl Running {
     /// Snapshots the module and drops its `Store` (see [`crate::suspend`]). The snapshot is
     /// written on a blocking thread.
     async fn suspend(mut self, host: &Host) -> Suspend {
-        let Some(idle) = &mut self.shell.idle else {
+        let Some(instance) = self.instance else {
+            // Not instantiated: nothing to snapshot, and no reason to try again.
+            self.shell.idle = None;
             return Suspend::Resident(Box::new(self));
         };
-        let Some(instance) = self.instance else {
+        let Some(idle) = &mut self.shell.idle else {
             return Suspend::Resident(Box::new(self));
         };
         let name = self.shell.name.clone();
