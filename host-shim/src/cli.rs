@@ -72,6 +72,16 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
 
+    /// Suspend a module to disk once it has been idle this long (e.g. `30s`, `500ms`), for
+    /// every module that does not set its own `suspend` in the manifest (default: never).
+    #[arg(long, value_name = "DURATION", value_parser = parse_idle_after)]
+    pub suspend_after: Option<std::time::Duration>,
+
+    /// Folder for snapshots of suspended modules (default: the manifest's `suspendDir`, else
+    /// `suspended` inside the cache folder, else the system's temporary folder).
+    #[arg(long, value_name = "DIR")]
+    pub suspend_dir: Option<PathBuf>,
+
     /// The modules to run, each named after its file stem and never restarted (use a
     /// manifest for more).
     #[arg(value_name = "MODULE.wasm", required_unless_present = "manifest")]
@@ -91,6 +101,17 @@ pub fn parse_env_pair(arg: &str) -> Result<(String, String), String> {
             "`{arg}`: the key must be non-empty (and no NUL bytes)"
         )),
         None => Err(format!("`{arg}` is not KEY=VALUE")),
+    }
+}
+
+/// Parses `--suspend-after`: a duration (`500ms`, `30s`, `5m`, `1h`) over zero.
+///
+/// # Errors
+/// A message if it is not a duration or is zero.
+pub fn parse_idle_after(arg: &str) -> Result<std::time::Duration, String> {
+    match crate::units::parse_duration(arg)? {
+        d if d.is_zero() => Err("must be more than zero".into()),
+        d => Ok(d),
     }
 }
 
@@ -178,6 +199,33 @@ mod tests {
             Cli::try_parse_from(["host-shim", "run"]).is_err(),
             "a module is required"
         );
+    }
+
+    #[test]
+    fn suspend_options_parse() {
+        let cli = Cli::try_parse_from([
+            "host-shim",
+            "run",
+            "--suspend-after",
+            "500ms",
+            "--suspend-dir",
+            "/s",
+            "a.wasm",
+        ])
+        .expect("parses");
+        let Command::Run(args) = cli.command;
+        assert_eq!(
+            args.suspend_after,
+            Some(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(args.suspend_dir, Some(PathBuf::from("/s")));
+        for bad in ["0s", "soon"] {
+            assert!(
+                Cli::try_parse_from(["host-shim", "run", "--suspend-after", bad, "a.wasm"])
+                    .is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
@@ -19,6 +19,7 @@ use crate::options::ModuleOptions;
 use crate::output::OutputTarget;
 use crate::state::{HostState, OpLimits};
 use crate::stop::StopHandle;
+use crate::suspend::{self, SnapshotDir};
 use crate::upstream::Upstream;
 use crate::watch_cache::{CacheSettings, WatchCache};
 
@@ -51,6 +52,11 @@ pub struct Settings {
     /// [`crate::watch_cache`]) with these sizes; `None` (the default here; `host-shim run`
     /// shares unless told not to): every watch op is its own upstream watch.
     pub shared_watches: Option<CacheSettings>,
+    /// The folder in which this host makes its private folder of snapshots of suspended
+    /// modules (see [`crate::suspend`]); `None`: `suspended` inside
+    /// [`cache_dir`](Self::cache_dir), else `kube-wasm-suspended` in the system's temporary
+    /// folder. Created on the first suspend; if it cannot be, modules stay resident.
+    pub suspend_dir: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -66,6 +72,7 @@ impl Default for Settings {
             cache_dir: None,
             backoff: Backoff::default(),
             shared_watches: None,
+            suspend_dir: None,
         }
     }
 }
@@ -91,6 +98,8 @@ pub(crate) struct HostInner {
     /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
     /// distinct wasm, shared by every module using it.
     compiled: Mutex<HashMap<[u8; 32], LoadedModule>>,
+    /// This host's folder of snapshots, made on the first suspend (or why it could not be).
+    snapshots: OnceLock<Result<SnapshotDir, String>>,
     _ticker: EpochTicker,
 }
 
@@ -151,6 +160,7 @@ impl Host {
                 watch_cache,
                 cache,
                 compiled: Mutex::new(HashMap::new()),
+                snapshots: OnceLock::new(),
                 _ticker: ticker,
             }),
         })
@@ -217,7 +227,9 @@ impl Host {
     /// The module for wasm `bytes`, under `name` with default [`ModuleOptions`]. Each
     /// distinct wasm is compiled (or taken from the cache, see [`Settings::cache_dir`]) and
     /// pre-instantiated once per host; loading the same bytes again shares that work.
-    /// CPU-bound on first use: call it from a blocking thread for big modules.
+    /// Before compiling, the module is checked and, if it can be suspended, rewritten to
+    /// export its mutable globals ([`suspend::prepare()`]); the cache is keyed by the bytes
+    /// compiled. CPU-bound on first use: call it from a blocking thread for big modules.
     ///
     /// # Errors
     /// [`ModuleError::Compile`] if the bytes are not valid wasm.
@@ -227,13 +239,16 @@ impl Host {
             return Ok(known.named(name, ModuleOptions::default()));
         }
         let inner = &self.inner;
+        let prepared = suspend::prepare(bytes);
         let (module, source) = match &inner.cache {
-            Some(cache) => cache.load_or_compile(&inner.engine, bytes),
-            None => engine::compile_bytes(&inner.engine, bytes).map(|m| (m, Source::Compiled)),
+            Some(cache) => cache.load_or_compile(&inner.engine, &prepared.wasm),
+            None => {
+                engine::compile_bytes(&inner.engine, &prepared.wasm).map(|m| (m, Source::Compiled))
+            }
         }
         .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
-        tracing::debug!(module = name, ?source, "module ready");
-        let loaded = LoadedModule::new(name, module, &inner.linker);
+        tracing::debug!(module = name, ?source, suspendable = ?prepared.suspendable, "module ready");
+        let loaded = LoadedModule::new(name, module, &inner.linker, prepared.suspendable);
         self.compiled().insert(digest, loaded.clone());
         Ok(loaded)
     }
@@ -244,6 +259,36 @@ impl Host {
             .compiled
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// This host's folder of snapshots, created on first use.
+    ///
+    /// # Errors
+    /// Why it could not be created (reported once, when it was tried).
+    pub(crate) fn snapshot_dir(&self) -> Result<&Path, &str> {
+        let made = self.inner.snapshots.get_or_init(|| {
+            let settings = &self.inner.settings;
+            let base = settings
+                .suspend_dir
+                .clone()
+                .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref()));
+            SnapshotDir::create(&base)
+                .inspect(|dir| {
+                    tracing::info!(
+                        "snapshots of suspended modules go to {}",
+                        dir.path().display()
+                    )
+                })
+                .map_err(|e| {
+                    let why = format!("cannot create a snapshot folder in {}: {e}", base.display());
+                    tracing::warn!("{why}; modules stay resident");
+                    why
+                })
+        });
+        match made {
+            Ok(dir) => Ok(dir.path()),
+            Err(why) => Err(why),
+        }
     }
 
     /// Runs one module until it exits or is ended, following `stop`. Only this module is

@@ -23,6 +23,9 @@
 //! Modules that watch the same collection with the same selectors share one upstream
 //! LIST+WATCH: the [`watch_cache`] serves their watches (and `resourceVersion=0` lists) with
 //! kube-apiserver's resourceVersion semantics.
+//!
+//! An idle module may be [`suspend`]ed to disk: its memory written to a snapshot file and its
+//! instance dropped, until the next completion restores it.
 
 pub mod abi;
 pub mod backoff;
@@ -46,6 +49,7 @@ pub mod restart;
 pub mod state;
 pub mod stop;
 pub mod supervisor;
+pub mod suspend;
 pub mod units;
 pub mod upstream;
 pub mod wasi;

@@ -16,6 +16,7 @@ use host_shim::manifest::{MAX_MEMORY_LIMIT, Manifest};
 use host_shim::module::ModuleOutcome;
 use host_shim::state::OpLimits;
 use host_shim::supervisor::exit_status;
+use host_shim::suspend::SuspendPolicy;
 use host_shim::watch_cache::CacheSettings;
 use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor};
 use tracing_subscriber::EnvFilter;
@@ -73,6 +74,7 @@ struct Plan {
     metrics_addr: Option<std::net::SocketAddr>,
     shared_watches: bool,
     largest_memory: u64,
+    suspend_dir: Option<PathBuf>,
 }
 
 struct PlannedModule {
@@ -93,6 +95,7 @@ impl Plan {
                     .or_else(host_shim::cache::default_dir)
             }
         };
+        let default_suspend = args.suspend_after.map(SuspendPolicy::after);
         let Some(path) = &args.manifest else {
             let names = module_names(&args.modules);
             return Ok(Self {
@@ -102,7 +105,10 @@ impl Plan {
                     .map(|(name, wasm)| PlannedModule {
                         name,
                         wasm: wasm.clone(),
-                        options: ModuleOptions::default(),
+                        options: ModuleOptions {
+                            suspend: default_suspend,
+                            ..ModuleOptions::default()
+                        },
                     })
                     .collect(),
                 cache_dir: default_cache(),
@@ -113,6 +119,7 @@ impl Plan {
                 metrics_addr: args.metrics_addr,
                 shared_watches: args.shared_watches.unwrap_or(true),
                 largest_memory: MAX_MEMORY_LIMIT,
+                suspend_dir: args.suspend_dir.clone(),
             });
         };
         let manifest = Manifest::load(path)?;
@@ -135,6 +142,7 @@ impl Plan {
                         restart: spec.restart,
                         service_account: spec.service_account,
                         permissions: spec.permissions,
+                        suspend: spec.suspend.or(default_suspend),
                     },
                     name: spec.name,
                     wasm: spec.wasm,
@@ -152,6 +160,7 @@ impl Plan {
             metrics_addr: args.metrics_addr.or(manifest.metrics_addr),
             shared_watches: args.shared_watches.unwrap_or(manifest.shared_watches),
             largest_memory,
+            suspend_dir: args.suspend_dir.clone().or(manifest.suspend_dir),
         })
     }
 }
@@ -197,6 +206,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
             .entry_deadline
             .unwrap_or(Settings::default().entry_deadline),
         shared_watches: plan.shared_watches.then(CacheSettings::default),
+        suspend_dir: plan.suspend_dir,
         ..Settings::default()
     };
     let host = Host::with_identities(identities, settings)?;

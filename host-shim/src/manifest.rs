@@ -8,6 +8,8 @@
 //! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
 //! sharedWatches: true                # optional, default true: identical watches of modules
 //!                                    #   share one upstream LIST+WATCH (see `watch_cache`)
+//! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
+//!                                    #   (default: <cacheDir>/suspended; see `suspend`)
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
 //!   max: 5m
@@ -29,6 +31,9 @@
 //!       - verbs: [patch]
 //!         apiGroups: [apps]          # optional, default [""] (the core group)
 //!         resources: [deployments, deployments/scale]
+//!     suspend:                       # optional: suspend to disk when idle (default: never)
+//!       idleAfter: 30s               #   no delivery for this long (doubled, up to ×16, for
+//!                                    #   a module woken sooner than this after a suspend)
 //! ```
 //!
 //! Unknown fields are errors (a misspelt `memroy:` must not silently mean "no limit"). Every
@@ -46,6 +51,7 @@ use crate::backoff::Backoff;
 use crate::identity::ServiceAccount;
 use crate::permissions::{Permissions, Rule, VERBS};
 use crate::restart::RestartPolicy;
+use crate::suspend::SuspendPolicy;
 use crate::units::{parse_duration, parse_size};
 
 /// The memory cap of a module whose entry has no `memory` field: 256 MiB.
@@ -73,6 +79,8 @@ pub struct Manifest {
     /// Whether identical watches share one upstream LIST+WATCH (`sharedWatches`, default
     /// true).
     pub shared_watches: bool,
+    /// Where snapshots of suspended modules go (`suspendDir`), if set.
+    pub suspend_dir: Option<PathBuf>,
     /// The modules, in manifest order (at least one).
     pub modules: Vec<ModuleSpec>,
 }
@@ -98,6 +106,8 @@ pub struct ModuleSpec {
     pub service_account: Option<ServiceAccount>,
     /// Its allowlist; `None`: everything its identity may do.
     pub permissions: Option<Permissions>,
+    /// When it is suspended to disk (`suspend`); `None`: never.
+    pub suspend: Option<SuspendPolicy>,
 }
 
 /// Why a manifest cannot be used: unreadable, not YAML of the manifest's shape, or invalid.
@@ -153,6 +163,7 @@ struct RawManifest {
     stop_timeout: Option<String>,
     metrics_addr: Option<String>,
     shared_watches: Option<bool>,
+    suspend_dir: Option<String>,
     #[serde(default)]
     modules: Vec<RawModule>,
 }
@@ -179,6 +190,13 @@ struct RawModule {
     restart_policy: Option<String>,
     service_account: Option<RawServiceAccount>,
     permissions: Option<Vec<RawRule>>,
+    suspend: Option<RawSuspend>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSuspend {
+    idle_after: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -304,6 +322,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         stop_timeout,
         metrics_addr,
         shared_watches: raw.shared_watches.unwrap_or(true),
+        suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
         modules,
     }
 }
@@ -387,6 +406,19 @@ fn validate_module(
             .map(|(i, rule)| validate_rule(rule, &format!("{at}.permissions[{i}]"), problems))
             .collect(),
     });
+    let suspend = raw
+        .suspend
+        .and_then(|suspend| match parse_duration(&suspend.idle_after) {
+            Ok(d) if d.is_zero() => {
+                problems.push(format!("{at}.suspend.idleAfter: must be more than zero"));
+                None
+            }
+            Ok(d) => Some(SuspendPolicy::after(d)),
+            Err(e) => {
+                problems.push(format!("{at}.suspend.idleAfter: {e}"));
+                None
+            }
+        });
     ModuleSpec {
         name: raw.name,
         wasm,
@@ -397,6 +429,7 @@ fn validate_module(
         restart,
         service_account,
         permissions,
+        suspend,
     }
 }
 
@@ -697,6 +730,72 @@ modules:
             );
         }
         assert_eq!(found.len(), expected.len(), "{found:#?}");
+    }
+
+    #[test]
+    fn suspend_settings_parse_and_are_checked() {
+        let manifest = parse(
+            r#"
+suspendDir: snapshots
+modules:
+  - {name: a, wasm: Cargo.toml, suspend: {idleAfter: 30s}}
+  - {name: b, wasm: Cargo.toml}
+"#,
+        )
+        .expect("valid");
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(manifest.suspend_dir, Some(base.join("snapshots")));
+        assert_eq!(
+            manifest.modules[0].suspend,
+            Some(SuspendPolicy::after(Duration::from_secs(30)))
+        );
+        assert_eq!(
+            manifest.modules[1].suspend, None,
+            "never suspended by default"
+        );
+
+        let found = problems(
+            r#"
+modules:
+  - {name: a, wasm: Cargo.toml, suspend: {idleAfter: 0s}}
+  - {name: b, wasm: Cargo.toml, suspend: {idleAfter: soon}}
+"#,
+        );
+        let expected = [
+            "modules[0] (a).suspend.idleAfter: must be more than zero",
+            "modules[1] (b).suspend.idleAfter: \"soon\" is not a duration",
+        ];
+        for want in expected {
+            assert!(
+                found.iter().any(|p| p.starts_with(want)),
+                "missing {want:?} in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
+
+        for (text, needle) in [
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: {idleafter: 1s}}\n",
+                "idleafter",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: {}}\n",
+                "idleAfter",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: 30s}\n",
+                "",
+            ),
+            ("suspenddir: x\nmodules: []\n", "suspenddir"),
+        ] {
+            match parse(text) {
+                Err(err @ ManifestError::Syntax { .. }) => {
+                    let message = err.to_string();
+                    assert!(message.contains(needle), "{message}");
+                }
+                other => panic!("{text}: expected a syntax error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -3,11 +3,17 @@
 //!
 //! | metric | type | labels | meaning |
 //! |---|---|---|---|
-//! | `kube_wasm_module_state` | gauge | module, state | 1 for the module's current state (`running`, `backoff`, `stopped`), 0 for the others |
-//! | `kube_wasm_module_memory_bytes` | gauge | module | linear memory size after the last guest entry, in bytes |
+//! | `kube_wasm_module_state` | gauge | module, state | 1 for the module's current state (`running`, `suspended`, `backoff`, `stopped`), 0 for the others |
+//! | `kube_wasm_module_memory_bytes` | gauge | module | linear memory size after the last guest entry, in bytes; 0 while suspended |
 //! | `kube_wasm_module_entries_total` | counter | module | calls into the guest (`_start`, `kube_wasm_alloc`, `kube_wasm_complete`, …) |
 //! | `kube_wasm_module_op_duration_seconds` | histogram | module, kind | time from an op's start to the delivery of its final completion (`http`, `watch`, `delay`, `stop_signal`); cancelled ops are not observed |
 //! | `kube_wasm_module_restarts_total` | counter | module | restarts by the supervisor |
+//! | `kube_wasm_module_suspends_total` | counter | module | suspends to disk (see [`crate::suspend`]) |
+//! | `kube_wasm_module_suspend_failures_total` | counter | module | snapshots that could not be written (the module stayed resident) |
+//! | `kube_wasm_module_resumes_total` | counter | module | resumes from disk |
+//! | `kube_wasm_module_suspend_duration_seconds` | histogram | module | time to write a snapshot and release the instance |
+//! | `kube_wasm_module_resume_duration_seconds` | histogram | module | time from the waking completion to a restored instance (before the delivery) |
+//! | `kube_wasm_module_snapshot_bytes` | gauge | module | size of the module's snapshot file while it is suspended, in bytes; 0 while resident |
 //! | `kube_wasm_upstream_watches` | gauge | | upstream watches open now (all modules, and the shared watches) |
 //! | `kube_wasm_shared_watches` | gauge | | shared upstream LIST+WATCHes alive ([`crate::watch_cache`]) |
 //! | `kube_wasm_shared_watch_subscribers` | gauge | | module watches and lists served by them now |
@@ -31,6 +37,8 @@ use crate::ops::OpKind;
 pub enum ModuleState {
     /// Its instance runs (`running`).
     Running,
+    /// It is suspended to disk: no instance, no linear memory (`suspended`).
+    Suspended,
     /// It ended and waits for its restart delay (`backoff`).
     Backoff,
     /// It ended for good (`stopped`).
@@ -42,14 +50,16 @@ impl ModuleState {
     pub fn label(self) -> &'static str {
         match self {
             ModuleState::Running => "running",
+            ModuleState::Suspended => "suspended",
             ModuleState::Backoff => "backoff",
             ModuleState::Stopped => "stopped",
         }
     }
 }
 
-const STATES: [ModuleState; 3] = [
+const STATES: [ModuleState; 4] = [
     ModuleState::Running,
+    ModuleState::Suspended,
     ModuleState::Backoff,
     ModuleState::Stopped,
 ];
@@ -76,6 +86,11 @@ fn op_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 4.0, 10))
 }
 
+fn swap_histogram() -> Histogram {
+    // 0.5 ms … ~4 s: small modules to large memories.
+    Histogram::new(exponential_buckets(0.0005, 2.0, 14))
+}
+
 /// The metrics of one host. Cheap to clone; clones share the series.
 #[derive(Clone)]
 pub struct Metrics {
@@ -85,6 +100,7 @@ pub struct Metrics {
     entries: Family<ModuleLabels, Counter>,
     op_seconds: Family<OpLabels, Histogram, fn() -> Histogram>,
     restarts: Family<ModuleLabels, Counter>,
+    suspend: SuspendMetrics,
     watches: Gauge,
     cache_entries: Gauge,
     cache_bytes: Gauge,
@@ -118,6 +134,7 @@ impl Metrics {
             entries: Family::default(),
             op_seconds: Family::new_with_constructor(op_histogram),
             restarts: Family::default(),
+            suspend: SuspendMetrics::default(),
             watches: Gauge::default(),
             cache_entries: Gauge::default(),
             cache_bytes: Gauge::default(),
@@ -181,6 +198,7 @@ impl Metrics {
             "Restarts of the module by the supervisor",
             metrics.restarts.clone(),
         );
+        metrics.suspend.register(&mut registry);
         registry.register(
             "upstream_watches",
             "Upstream watches open now",
@@ -248,6 +266,46 @@ impl Metrics {
             .inc_by(by);
     }
 
+    /// Records a suspend of `module` that took `took` and wrote `snapshot_bytes` to disk; its
+    /// memory gauge drops to 0.
+    pub fn suspended(&self, module: &str, took: Duration, snapshot_bytes: u64) {
+        let labels = Self::module(module);
+        self.suspend.suspends.get_or_create(&labels).inc();
+        self.suspend
+            .suspend_seconds
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        self.suspend
+            .snapshot_bytes
+            .get_or_create(&labels)
+            .set(i64::try_from(snapshot_bytes).unwrap_or(i64::MAX));
+        self.set_memory(module, 0);
+        self.set_state(module, ModuleState::Suspended);
+    }
+
+    /// Counts a snapshot of `module` that could not be written.
+    pub fn suspend_failed(&self, module: &str) {
+        self.suspend
+            .failures
+            .get_or_create(&Self::module(module))
+            .inc();
+    }
+
+    /// Records a resume of `module` that took `took`, or the end of a suspended module
+    /// (`took` is `None`): its snapshot is gone.
+    pub fn resumed(&self, module: &str, took: Option<Duration>) {
+        let labels = Self::module(module);
+        self.suspend.snapshot_bytes.get_or_create(&labels).set(0);
+        if let Some(took) = took {
+            self.suspend.resumes.get_or_create(&labels).inc();
+            self.suspend
+                .resume_seconds
+                .get_or_create(&labels)
+                .observe(took.as_secs_f64());
+            self.set_state(module, ModuleState::Running);
+        }
+    }
+
     /// Counts an upstream watch as open until the returned guard is dropped.
     pub fn watch_opened(&self) -> OpenWatch {
         self.watches.inc();
@@ -278,6 +336,65 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// The per-module series of suspends and resumes.
+#[derive(Clone)]
+struct SuspendMetrics {
+    suspends: Family<ModuleLabels, Counter>,
+    failures: Family<ModuleLabels, Counter>,
+    resumes: Family<ModuleLabels, Counter>,
+    suspend_seconds: Family<ModuleLabels, Histogram, fn() -> Histogram>,
+    resume_seconds: Family<ModuleLabels, Histogram, fn() -> Histogram>,
+    snapshot_bytes: Family<ModuleLabels, Gauge>,
+}
+
+impl Default for SuspendMetrics {
+    fn default() -> Self {
+        Self {
+            suspends: Family::default(),
+            failures: Family::default(),
+            resumes: Family::default(),
+            suspend_seconds: Family::new_with_constructor(swap_histogram),
+            resume_seconds: Family::new_with_constructor(swap_histogram),
+            snapshot_bytes: Family::default(),
+        }
+    }
+}
+
+impl SuspendMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "module_suspends",
+            "Suspends of the module to disk",
+            self.suspends.clone(),
+        );
+        registry.register(
+            "module_suspend_failures",
+            "Snapshots of the module that could not be written (it stayed resident)",
+            self.failures.clone(),
+        );
+        registry.register(
+            "module_resumes",
+            "Resumes of the module from disk",
+            self.resumes.clone(),
+        );
+        registry.register(
+            "module_suspend_duration_seconds",
+            "Time to write the module's snapshot and release its instance",
+            self.suspend_seconds.clone(),
+        );
+        registry.register(
+            "module_resume_duration_seconds",
+            "Time to restore the module's instance from its snapshot",
+            self.resume_seconds.clone(),
+        );
+        registry.register(
+            "module_snapshot_bytes",
+            "Size of the module's snapshot file while it is suspended, in bytes",
+            self.snapshot_bytes.clone(),
+        );
     }
 }
 
@@ -320,6 +437,44 @@ mod tests {
             "kube_wasm_upstream_watches 1",
             "kube_wasm_cache_entries 2",
             "kube_wasm_cache_bytes 4096",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn suspends_and_resumes_move_state_memory_and_snapshot_size() {
+        let metrics = Metrics::new();
+        metrics.set_state("a", ModuleState::Running);
+        metrics.set_memory("a", 2 << 20);
+        metrics.suspended("a", Duration::from_millis(3), 4096);
+        let text = metrics.encode();
+        for line in [
+            "kube_wasm_module_state{module=\"a\",state=\"suspended\"} 1",
+            "kube_wasm_module_state{module=\"a\",state=\"running\"} 0",
+            "kube_wasm_module_memory_bytes{module=\"a\"} 0",
+            "kube_wasm_module_snapshot_bytes{module=\"a\"} 4096",
+            "kube_wasm_module_suspends_total{module=\"a\"} 1",
+            "kube_wasm_module_suspend_duration_seconds_count{module=\"a\"} 1",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in\n{text}"
+            );
+        }
+        metrics.resumed("a", Some(Duration::from_millis(5)));
+        metrics.suspend_failed("a");
+        let text = metrics.encode();
+        for line in [
+            "kube_wasm_module_state{module=\"a\",state=\"suspended\"} 0",
+            "kube_wasm_module_state{module=\"a\",state=\"running\"} 1",
+            "kube_wasm_module_snapshot_bytes{module=\"a\"} 0",
+            "kube_wasm_module_resumes_total{module=\"a\"} 1",
+            "kube_wasm_module_resume_duration_seconds_count{module=\"a\"} 1",
+            "kube_wasm_module_suspend_failures_total{module=\"a\"} 1",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

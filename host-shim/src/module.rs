@@ -18,16 +18,26 @@
 //! Whatever way the module ends, all its live ops are aborted: their requests and watches are
 //! dropped, which closes them upstream.
 //!
+//! # Suspended modules
+//!
+//! A module with a [`SuspendPolicy`](crate::suspend::SuspendPolicy) that has not been entered
+//! for its idle threshold, with no completion waiting, is suspended (see [`crate::suspend`]):
+//! the loop snapshots it and drops its `Store`, keeping the host state, then waits on the same
+//! queue and stop phase. A completion for a live op restores it and is delivered; a stop
+//! request ends it exactly as it ends a resident module.
+//!
 //! [`Settings::entry_deadline`]: crate::host::Settings::entry_deadline
 
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube_wasm_abi::names::{EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_COMPLETE, EXPORT_START};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tracing::Instrument as _;
-use wasmtime::{InstancePre, Linker, Store, UpdateDeadline};
+use wasmtime::{Engine, Instance, InstancePre, Linker, Store, UpdateDeadline};
 use wasmtime_wasi::I32Exit;
 
 use crate::abi::exports::{GuestExports, Incompatible, check_imports, check_version};
@@ -38,6 +48,7 @@ use crate::ops::{Delivery, OpTable};
 use crate::options::ModuleOptions;
 use crate::state::{Access, HostState, OpContext};
 use crate::stop::{Phase, StopHandle};
+use crate::suspend::{self, IdleThreshold, Snapshot, SnapshotLayout, Suspendable};
 use crate::wasi;
 use crate::watch_cache::ModuleWatches;
 
@@ -49,6 +60,8 @@ pub struct LoadedModule {
     module: wasmtime::Module,
     /// The module with its imports resolved against the host's linker, or why that failed.
     pre: Result<InstancePre<HostState>, ModuleError>,
+    /// Whether its instances can be suspended to disk.
+    suspendable: Suspendable,
     options: ModuleOptions,
 }
 
@@ -61,7 +74,12 @@ impl fmt::Debug for LoadedModule {
 }
 
 impl LoadedModule {
-    pub(crate) fn new(name: &str, module: wasmtime::Module, linker: &Linker<HostState>) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        module: wasmtime::Module,
+        linker: &Linker<HostState>,
+        suspendable: Suspendable,
+    ) -> Self {
         let pre = check_imports(&module)
             .map_err(ModuleError::from)
             .and_then(|()| {
@@ -73,6 +91,7 @@ impl LoadedModule {
             name: name.to_owned(),
             module,
             pre,
+            suspendable,
             options: ModuleOptions::default(),
         }
     }
@@ -105,6 +124,11 @@ impl LoadedModule {
     /// The module's name in the host (the prefix of its output, `KUBE_WASM_MODULE`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether its instances can be suspended to disk, found when it was loaded.
+    pub fn suspendable(&self) -> &Suspendable {
+        &self.suspendable
     }
 }
 
@@ -161,6 +185,10 @@ pub enum ModuleError {
     /// The host itself failed while running the module (a bug).
     #[error("was ended by an internal host error: {0}")]
     Internal(String),
+    /// The module was suspended to disk and could not be restored (its snapshot could not
+    /// be read back, or the instance could not be re-created).
+    #[error("could not be resumed from its snapshot: {0}")]
+    Resume(String),
     /// A completion too large for a wasm32 guest (over `i32::MAX` bytes).
     #[error("cannot receive a completion of {len} bytes: more than a wasm32 guest can address")]
     CompletionTooLarge {
@@ -310,7 +338,37 @@ async fn run_inner(
         entry_tick_budget: settings.entry_tick_budget(),
         entry_deadline: settings.entry_deadline,
     };
-    let mut store = Store::new(&inner.engine, state);
+    let idle = match (options.suspend, &module.suspendable) {
+        (None, _) => None,
+        (Some(policy), Suspendable::Yes(layout)) => Some(Idle {
+            layout: layout.clone(),
+            threshold: IdleThreshold::new(policy),
+        }),
+        (Some(_), Suspendable::No(why)) => {
+            tracing::warn!("module `{name}` will not be suspended when idle: {why}");
+            None
+        }
+    };
+    let running = Running {
+        store: new_store(&inner.engine, state),
+        instance: None,
+        exports: None,
+        shell: Shell {
+            completions: rx,
+            phase: stop.subscribe(),
+            phase_open: true,
+            warned_idle: false,
+            name,
+            idle,
+            last_entry: Instant::now(),
+        },
+    };
+    live(host, &pre, running).await
+}
+
+/// A `Store` for `state`, with its memory cap and its entry deadline installed.
+fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
+    let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.memory_cap);
     store.epoch_deadline_callback(|mut cx| {
         let state = cx.data_mut();
@@ -326,35 +384,144 @@ async fn run_inner(
             ))
         }
     });
-    let mut running = Running {
-        store,
-        exports: None,
-        completions: rx,
-        phase: stop.subscribe(),
-        name,
-    };
-    let outcome = running.drive(&pre).await;
-    running.finish();
-    outcome
+    store
 }
 
-/// A module between `Store` creation and its end.
-struct Running {
-    store: Store<HostState>,
-    exports: Option<GuestExports>,
+/// Runs a module from `_start` to its end, suspending and resuming it as its policy says,
+/// and releases its ops at the end.
+async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -> ModuleOutcome {
+    if let Err(outcome) = running.start(pre).await {
+        running.finish();
+        return outcome;
+    }
+    loop {
+        let outcome = match running.event_loop().await {
+            Turn::Ended(outcome) => outcome,
+            Turn::Idle => match running.suspend(host).await {
+                Suspend::Resident(back) => {
+                    running = *back;
+                    continue;
+                }
+                Suspend::Lost(outcome) => return outcome,
+                Suspend::Done(mut suspended) => match suspended.sleep().await {
+                    Wake::Ended(outcome) => {
+                        suspended.finish();
+                        return outcome;
+                    }
+                    Wake::Delivery(delivery) => match suspended.resume(host, pre).await {
+                        Ok(resumed) => {
+                            running = resumed;
+                            match running.deliver(delivery).await {
+                                Ok(()) => continue,
+                                Err(outcome) => outcome,
+                            }
+                        }
+                        Err(failed) => match *failed {
+                            ResumeFailed {
+                                outcome,
+                                running: Some(failed),
+                            } => {
+                                running = failed;
+                                outcome
+                            }
+                            ResumeFailed {
+                                outcome,
+                                running: None,
+                            } => return outcome,
+                        },
+                    },
+                },
+            },
+        };
+        running.finish();
+        return outcome;
+    }
+}
+
+/// How a turn of the resident event loop ended.
+enum Turn {
+    /// The module ended.
+    Ended(ModuleOutcome),
+    /// The module has been idle for its threshold: suspend it.
+    Idle,
+}
+
+/// What became of a suspend attempt.
+enum Suspend {
+    /// The module is suspended.
+    Done(Box<Suspended>),
+    /// The snapshot could not be written: the module stays resident.
+    Resident(Box<Running>),
+    /// The host lost the module (a panic in the blocking task); its ops are released by the
+    /// completion queue closing.
+    Lost(ModuleOutcome),
+}
+
+/// A resume that failed: how the module ends, and the module to finish if its host state
+/// survived.
+struct ResumeFailed {
+    outcome: ModuleOutcome,
+    running: Option<Running>,
+}
+
+/// What woke a suspended module.
+enum Wake {
+    /// A completion of a live op: resume and deliver it.
+    Delivery(Delivery),
+    /// The host ended the module while it was suspended.
+    Ended(ModuleOutcome),
+}
+
+/// The suspend state of a module that may be suspended.
+struct Idle {
+    layout: Arc<SnapshotLayout>,
+    threshold: IdleThreshold,
+}
+
+/// What a module keeps whether it is resident or suspended.
+struct Shell {
     completions: mpsc::Receiver<Delivery>,
     phase: watch::Receiver<Phase>,
+    /// Whether the stop handle still exists (a dropped one means no stop will ever come).
+    phase_open: bool,
+    warned_idle: bool,
     name: Arc<str>,
+    /// `None`: never suspended.
+    idle: Option<Idle>,
+    /// When the guest was last entered.
+    last_entry: Instant,
+}
+
+impl Shell {
+    /// How the host's stop phase ends this module now, if it does.
+    fn ended_by_phase(&mut self, asked_for_stop: bool) -> Option<ModuleOutcome> {
+        match *self.phase.borrow_and_update() {
+            Phase::Kill => Some(ModuleOutcome::Ended(EndReason::StopTimeout)),
+            Phase::Stopping if !asked_for_stop => {
+                Some(ModuleOutcome::Ended(EndReason::NeverAskedForStop))
+            }
+            Phase::Running | Phase::Stopping => None,
+        }
+    }
+}
+
+/// A suspended module: its host state and its snapshot, no `Store`.
+struct Suspended {
+    state: HostState,
+    snapshot: Snapshot,
+    since: Instant,
+    shell: Shell,
+}
+
+/// A resident module: between `Store` creation and its end or suspension.
+struct Running {
+    store: Store<HostState>,
+    instance: Option<Instance>,
+    exports: Option<GuestExports>,
+    shell: Shell,
 }
 
 impl Running {
-    async fn drive(&mut self, pre: &InstancePre<HostState>) -> ModuleOutcome {
-        if let Err(outcome) = self.start(pre).await {
-            return outcome;
-        }
-        self.event_loop().await
-    }
-
     /// Instantiates the module, checks its ABI version and runs `_start`.
     async fn start(&mut self, pre: &InstancePre<HostState>) -> Result<(), ModuleOutcome> {
         self.arm_deadline();
@@ -369,6 +536,7 @@ impl Running {
                 );
             }
         };
+        self.instance = Some(instance);
         let exports = GuestExports::resolve(&mut self.store, &instance)
             .map_err(|e| ModuleOutcome::Failed(e.into()))?;
         self.exports = Some(exports.clone());
@@ -390,44 +558,138 @@ impl Running {
             .map_err(|err| self.entry_error(err, EXPORT_START));
         self.record_memory();
         started?;
+        self.shell.last_entry = Instant::now();
         Ok(())
     }
 
-    /// Delivers completions until the guest exits, fails, or the host ends it.
-    async fn event_loop(&mut self) -> ModuleOutcome {
-        let mut phase_open = true;
-        let mut warned_idle = false;
+    /// Delivers completions until the guest exits, fails, or the host ends it, or until the
+    /// module has been idle for its threshold.
+    async fn event_loop(&mut self) -> Turn {
         loop {
-            let phase = *self.phase.borrow_and_update();
-            match phase {
-                Phase::Kill => return ModuleOutcome::Ended(EndReason::StopTimeout),
-                Phase::Stopping if !self.store.data().asked_for_stop => {
-                    return ModuleOutcome::Ended(EndReason::NeverAskedForStop);
-                }
-                Phase::Running | Phase::Stopping => {}
+            if let Some(outcome) = self.shell.ended_by_phase(self.store.data().asked_for_stop) {
+                return Turn::Ended(outcome);
             }
-            if phase == Phase::Running && self.store.data().ops.is_empty() && !warned_idle {
-                warned_idle = true;
+            let phase = *self.shell.phase.borrow();
+            if phase == Phase::Running
+                && self.store.data().ops.is_empty()
+                && !self.shell.warned_idle
+            {
+                self.shell.warned_idle = true;
                 tracing::warn!(
                     "module `{}` is idle with no pending operation and did not exit: nothing can wake it \
                      any more, so it waits for the host to stop",
-                    self.name
+                    self.shell.name
                 );
             }
+            // Only a running host suspends modules; `None` also when the instant overflows.
+            let idle_at = match (&self.shell.idle, phase) {
+                (Some(idle), Phase::Running) => {
+                    self.shell.last_entry.checked_add(idle.threshold.current())
+                }
+                _ => None,
+            };
             tokio::select! {
                 biased;
-                changed = self.phase.changed(), if phase_open => {
+                changed = self.shell.phase.changed(), if self.shell.phase_open => {
                     // A dropped stop handle means no stop will ever come.
-                    phase_open = changed.is_ok();
+                    self.shell.phase_open = changed.is_ok();
                 }
-                delivery = self.completions.recv() => {
+                delivery = self.shell.completions.recv() => {
                     // The store holds a sender, so the channel cannot close while we run.
                     let Some(delivery) = delivery else { continue };
                     if let Err(outcome) = self.deliver(delivery).await {
-                        return outcome;
+                        return Turn::Ended(outcome);
                     }
                 }
+                // Biased: reached only when no completion is waiting.
+                () = tokio::time::sleep_until(idle_at.unwrap_or_else(Instant::now)), if idle_at.is_some() => {
+                    return Turn::Idle;
+                }
             }
+        }
+    }
+
+    /// Snapshots the module and drops its `Store` (see [`crate::suspend`]). The snapshot is
+    /// written on a blocking thread.
+    async fn suspend(mut self, host: &Host) -> Suspend {
+        let Some(instance) = self.instance else {
+            // Not instantiated: nothing to snapshot, and no reason to try again.
+            self.shell.idle = None;
+            return Suspend::Resident(Box::new(self));
+        };
+        let Some(idle) = &mut self.shell.idle else {
+            return Suspend::Resident(Box::new(self));
+        };
+        let name = self.shell.name.clone();
+        let metrics = self.store.data().ctx.metrics.clone();
+        let dir = match host.snapshot_dir() {
+            Ok(dir) => dir.to_owned(),
+            Err(why) => {
+                tracing::debug!("module `{name}` stays resident: {why}");
+                metrics.suspend_failed(&name);
+                idle.threshold.suspend_failed();
+                return Suspend::Resident(Box::new(self));
+            }
+        };
+        let started = Instant::now();
+        let layout = idle.layout.clone();
+        let Running {
+            store,
+            instance: _,
+            exports,
+            shell,
+        } = self;
+        let task_name = name.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let mut store = store;
+            let captured = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                suspend::capture(&mut store, &instance, &layout, &dir, &task_name)
+            }))
+            .unwrap_or_else(|_| Err("the snapshot writer panicked".into()));
+            match captured {
+                // Dropping the store here releases the instance and its memory.
+                Ok(snapshot) => Ok((store.into_data(), snapshot)),
+                Err(why) => Err((store, why)),
+            }
+        })
+        .await;
+        match written {
+            Ok(Ok((state, snapshot))) => {
+                let took = started.elapsed();
+                metrics.suspended(&name, took, snapshot.file_bytes());
+                tracing::debug!(
+                    "module `{name}` suspended: {} bytes of memory in a snapshot of {} bytes, in {took:?}",
+                    snapshot.memory_bytes(),
+                    snapshot.file_bytes()
+                );
+                Suspend::Done(Box::new(Suspended {
+                    state,
+                    snapshot,
+                    since: Instant::now(),
+                    shell,
+                }))
+            }
+            Ok(Err((store, why))) => {
+                metrics.suspend_failed(&name);
+                let mut running = Running {
+                    store,
+                    instance: Some(instance),
+                    exports,
+                    shell,
+                };
+                let next = running.shell.idle.as_mut().map(|idle| {
+                    idle.threshold.suspend_failed();
+                    idle.threshold.current()
+                });
+                tracing::warn!(
+                    "module `{name}` stays resident: its snapshot could not be written ({why}); \
+                     next attempt after {next:?} idle"
+                );
+                Suspend::Resident(Box::new(running))
+            }
+            Err(join) => Suspend::Lost(ModuleOutcome::Failed(ModuleError::Internal(format!(
+                "the snapshot task failed: {join}"
+            )))),
         }
     }
 
@@ -448,7 +710,7 @@ impl Running {
                 .data()
                 .ctx
                 .metrics
-                .observe_op(&self.name, kind, took);
+                .observe_op(&self.shell.name, kind, took);
         }
         let size = delivery.frame.len();
         let len = i32::try_from(size)
@@ -476,12 +738,13 @@ impl Running {
             .await
             .map_err(|err| self.entry_error(err, EXPORT_COMPLETE));
         self.record_memory();
+        self.shell.last_entry = Instant::now();
         completed
     }
 
     /// Starts the deadline of one guest entry (and counts the entry).
     fn arm_deadline(&mut self) {
-        self.store.data().ctx.metrics.count_entry(&self.name);
+        self.store.data().ctx.metrics.count_entry(&self.shell.name);
         self.store.data_mut().begin_entry();
         self.store.set_epoch_deadline(1);
     }
@@ -490,7 +753,11 @@ impl Running {
     fn record_memory(&mut self) {
         if let Some(exports) = &self.exports {
             let bytes = exports.memory.data_size(&self.store);
-            self.store.data().ctx.metrics.set_memory(&self.name, bytes);
+            self.store
+                .data()
+                .ctx
+                .metrics
+                .set_memory(&self.shell.name, bytes);
         }
     }
 
@@ -506,10 +773,139 @@ impl Running {
 
     /// Aborts every live op and logs what was cancelled.
     fn finish(&mut self) {
-        let counts = self.store.data_mut().ops.cancel_all();
-        if counts.total() > 0 {
-            tracing::info!("cancelled {counts} of module `{}`", self.name);
+        cancel_ops(&mut self.store.data_mut().ops, &self.shell.name);
+    }
+}
+
+impl Suspended {
+    /// Waits, without an instance, for a completion of a live op or the end of the module.
+    async fn sleep(&mut self) -> Wake {
+        loop {
+            if let Some(outcome) = self.shell.ended_by_phase(self.state.asked_for_stop) {
+                return Wake::Ended(outcome);
+            }
+            tokio::select! {
+                biased;
+                changed = self.shell.phase.changed(), if self.shell.phase_open => {
+                    self.shell.phase_open = changed.is_ok();
+                }
+                delivery = self.shell.completions.recv() => {
+                    // The host state holds a sender, so the channel cannot close.
+                    let Some(delivery) = delivery else { continue };
+                    if self.state.ops.is_live(delivery.op) {
+                        return Wake::Delivery(delivery);
+                    }
+                    tracing::trace!(op = delivery.op, "dropping a completion of a cancelled op");
+                }
+            }
         }
+    }
+
+    /// Re-creates the instance from the snapshot (see [`crate::suspend`]); the file is
+    /// removed. On failure, the module to finish (if the host state survived) and its
+    /// outcome.
+    async fn resume(
+        self,
+        host: &Host,
+        pre: &InstancePre<HostState>,
+    ) -> Result<Running, Box<ResumeFailed>> {
+        let started = Instant::now();
+        let Suspended {
+            state,
+            snapshot,
+            since,
+            mut shell,
+        } = self;
+        let name = shell.name.clone();
+        let metrics = state.ctx.metrics.clone();
+        let Some(layout) = shell.idle.as_ref().map(|idle| idle.layout.clone()) else {
+            return Err(Box::new(ResumeFailed {
+                outcome: ModuleOutcome::Failed(ModuleError::Internal(
+                    "a suspended module has no snapshot layout".into(),
+                )),
+                running: None,
+            }));
+        };
+        let mut store = new_store(&host.inner.engine, state);
+        let failed = |store, shell, why: String| {
+            metrics.resumed(&name, None);
+            let failed = Running {
+                store,
+                instance: None,
+                exports: None,
+                shell,
+            };
+            Err(Box::new(ResumeFailed {
+                outcome: ModuleOutcome::Failed(ModuleError::Resume(why)),
+                running: Some(failed),
+            }))
+        };
+        store.data_mut().begin_entry();
+        store.set_epoch_deadline(1);
+        let instance = match pre.instantiate_async(&mut store).await {
+            Ok(instance) => instance,
+            Err(err) => return failed(store, shell, format!("instantiating again: {err:?}")),
+        };
+        let restored = tokio::task::spawn_blocking(move || {
+            let mut store = store;
+            let restored = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                suspend::restore(&mut store, &instance, &layout, &snapshot)
+            }))
+            .unwrap_or_else(|_| Err("the snapshot reader panicked".into()));
+            // Removes the file.
+            drop(snapshot);
+            (store, restored)
+        })
+        .await;
+        let mut store = match restored {
+            Ok((store, Ok(()))) => store,
+            Ok((store, Err(why))) => return failed(store, shell, why),
+            Err(join) => {
+                metrics.resumed(&name, None);
+                return Err(Box::new(ResumeFailed {
+                    outcome: ModuleOutcome::Failed(ModuleError::Internal(format!(
+                        "the snapshot task failed: {join}"
+                    ))),
+                    running: None,
+                }));
+            }
+        };
+        let exports = match GuestExports::resolve(&mut store, &instance) {
+            Ok(exports) => exports,
+            Err(e) => return failed(store, shell, e.to_string()),
+        };
+        let took = started.elapsed();
+        let suspended_for = since.elapsed();
+        if let Some(idle) = &mut shell.idle {
+            idle.threshold.resumed_after(suspended_for);
+        }
+        metrics.resumed(&name, Some(took));
+        tracing::debug!(
+            "module `{name}` resumed after {suspended_for:?} suspended, in {took:?}; idle threshold now {:?}",
+            shell.idle.as_ref().map(|idle| idle.threshold.current())
+        );
+        let mut running = Running {
+            store,
+            instance: Some(instance),
+            exports: Some(exports),
+            shell,
+        };
+        running.record_memory();
+        Ok(running)
+    }
+
+    /// Aborts every live op of the suspended module; its snapshot is removed.
+    fn finish(&mut self) {
+        self.state.ctx.metrics.resumed(&self.shell.name, None);
+        cancel_ops(&mut self.state.ops, &self.shell.name);
+    }
+}
+
+/// Aborts every live op in `ops` and logs what was cancelled.
+fn cancel_ops(ops: &mut OpTable, name: &str) {
+    let counts = ops.cancel_all();
+    if counts.total() > 0 {
+        tracing::info!("cancelled {counts} of module `{name}`");
     }
 }
 

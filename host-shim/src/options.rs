@@ -1,13 +1,15 @@
 //! What one module runs with beyond its wasm: its environment, arguments, default namespace,
-//! memory cap, restart policy, identity and permissions (a manifest entry; see [`crate::manifest`]).
+//! memory cap, restart policy, identity, permissions and suspend policy (a manifest entry; see
+//! [`crate::manifest`]).
 
 use crate::identity::ServiceAccount;
 use crate::permissions::Permissions;
 use crate::restart::RestartPolicy;
+use crate::suspend::SuspendPolicy;
 
 /// Per-module options. The default is what `host-shim run MODULE.wasm…` gives every module:
 /// no extra arguments or environment, the kubeconfig's namespace, no memory cap beyond the
-/// engine's, never restarted.
+/// engine's, never restarted, never suspended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleOptions {
     /// Arguments after argv\[0\] (which is the module's name).
@@ -27,6 +29,8 @@ pub struct ModuleOptions {
     pub service_account: Option<ServiceAccount>,
     /// What it may do (see [`crate::permissions`]); `None`: anything its identity may.
     pub permissions: Option<Permissions>,
+    /// When it is suspended to disk while idle (see [`crate::suspend`]); `None`: never.
+    pub suspend: Option<SuspendPolicy>,
 }
 
 impl Default for ModuleOptions {
@@ -39,6 +43,7 @@ impl Default for ModuleOptions {
             restart: RestartPolicy::Never,
             service_account: None,
             permissions: None,
+            suspend: None,
         }
     }
 }

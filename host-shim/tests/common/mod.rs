@@ -199,6 +199,8 @@ pub struct Reply {
     pub headers: Vec<(String, String)>,
     /// Body chunks; an `Err` breaks the stream off.
     pub chunks: Vec<Result<Vec<u8>, String>>,
+    /// After the chunks, these, each after its delay (e.g. a watch event that comes later).
+    pub later: Vec<(Duration, Vec<u8>)>,
     /// After the chunks, keep the stream open forever (a watch that never ends).
     pub hang: bool,
     /// Set when the body is dropped (the host closed the request).
@@ -211,6 +213,7 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             chunks,
+            later: Vec::new(),
             hang: false,
             closed: None,
         }
@@ -270,12 +273,17 @@ pub fn fake_client(
                     message,
                 )),
             });
+            let later = stream::iter(reply.later).then(|(delay, bytes)| async move {
+                tokio::time::sleep(delay).await;
+                Ok(Frame::data(Bytes::from(bytes)))
+            });
             let tail = if reply.hang {
                 stream::pending().boxed()
             } else {
                 stream::empty().boxed()
             };
             let body: BoxStream<'static, _> = chunks
+                .chain(later)
                 .chain(tail)
                 .map(move |item| {
                     let _keep = &guard;

@@ -1,0 +1,388 @@
+//! Suspend to disk: idle modules are snapshotted and dropped, and the next completion
+//! restores them with their memory, their globals (exported or not) and their pending ops.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{Guest, Reply, Run, call_with_frame, fake_client, idle_upstream, test_settings};
+use host_shim::module::EndReason;
+use host_shim::suspend::{SuspendPolicy, Suspendable};
+use host_shim::{
+    Host, ModuleError, ModuleOptions, ModuleOutcome, Settings, StopHandle, Supervisor, Upstream,
+};
+use kube_wasm_abi::{WatchRequest, encode_frame};
+
+const IDLE: Duration = Duration::from_millis(50);
+
+/// Runs `guests` (name, wasm) with `suspend: {idleAfter: IDLE}` on one host whose snapshots go
+/// under `dir`; `control` gets the stop handle and the host. Returns the run and the host.
+async fn run_suspending(
+    upstream: Upstream,
+    dir: &Path,
+    guests: &[(&str, Vec<u8>)],
+    control: impl FnOnce(StopHandle, Host) + Send + 'static,
+) -> (Run, Host) {
+    let (settings, buffer) = test_settings();
+    let settings = Settings {
+        suspend_dir: Some(dir.to_owned()),
+        ..settings
+    };
+    let host = Host::new(upstream, settings).expect("host");
+    let modules = guests
+        .iter()
+        .map(|(name, wasm)| {
+            host.load_bytes(name, wasm)
+                .expect("compiles")
+                .with_options(ModuleOptions {
+                    suspend: Some(SuspendPolicy::after(IDLE)),
+                    ..ModuleOptions::default()
+                })
+        })
+        .collect();
+    let supervisor = Supervisor::new(host.clone(), Duration::from_secs(5));
+    control(supervisor.stop_handle(), host.clone());
+    let reports = tokio::time::timeout(Duration::from_secs(30), supervisor.run(modules))
+        .await
+        .expect("modules end within 30 s");
+    let output = String::from_utf8_lossy(&buffer.lock().expect("output")).into_owned();
+    (Run { reports, output }, host)
+}
+
+/// The value of the series `metric{module="name"}` in the host's metrics, 0 if absent.
+fn metric(host: &Host, metric: &str, module: &str) -> u64 {
+    let prefix = format!("{metric}{{module=\"{module}\"}} ");
+    host.metrics()
+        .encode()
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+        .map_or(0, |v| v.parse::<f64>().expect("a number") as u64)
+}
+
+/// Snapshot files anywhere under `dir`.
+fn snapshot_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(snapshot_files(&path));
+        } else if path.extension().is_some_and(|e| e == "snapshot") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// A guest keeping state where a snapshot must carry it: an unexported mutable global
+/// (`$counter`, like Rust's `__stack_pointer`; the prelude's `$finals` is one too), a data
+/// segment it overwrote (`BBBB` over `AAAA`), one it zeroed (page 2, so the snapshot skips
+/// that chunk and the restore must clear the fresh instance's `CCCC`), and a page it grew.
+/// Each `delay` completion prints that state and asks for the next, three times.
+fn keeper() -> Vec<u8> {
+    let start = r#"
+        (global.set $counter (i32.const 40))
+        (i32.store (i32.const 4096) (i32.const 0x42424242))
+        (i32.store (i32.const 131072) (i32.const 0))
+        (drop (memory.grow (i32.const 2)))
+        (i32.store (i32.const 327680) (i32.const 77))
+        (drop (call $delay (i64.const 300)))
+    "#;
+    let complete = r#"
+        (call $println_num (i64.extend_i32_u (global.get $counter)))
+        (call $write (i32.const 4096) (i32.const 4))
+        (call $newline)
+        (call $println_num (i64.extend_i32_u (i32.load (i32.const 131072))))
+        (call $println_num (i64.extend_i32_u (memory.size)))
+        (call $println_num (i64.extend_i32_u (i32.load (i32.const 327680))))
+        (global.set $counter (i32.add (global.get $counter) (i32.const 1)))
+        (if (i32.lt_u (global.get $counter) (i32.const 43))
+          (then (drop (call $delay (i64.const 300)))))
+        (call $record (local.get $op) (local.get $ptr) (local.get $len))
+    "#;
+    let mut guest = Guest::new(start).complete(complete).expect_finals(3);
+    guest.extra.push_str(
+        r#"(global $counter (mut i32) (i32.const 0))
+           (data (i32.const 4096) "AAAA")
+           (data (i32.const 131072) "CCCC")"#,
+    );
+    guest.wasm()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_globals_and_pending_delays_survive_suspends() {
+    let dir = tempfile::tempdir().expect("dir");
+    let wasm = keeper();
+    let (run, host) =
+        run_suspending(idle_upstream(), dir.path(), &[("keeper", wasm)], |_, _| {}).await;
+    assert_eq!(run.outcome("keeper"), &ModuleOutcome::Exited(0));
+    let mut want = Vec::new();
+    for (i, counter) in (40..43).enumerate() {
+        want.extend([
+            counter.to_string(),
+            "BBBB".into(),
+            "0".into(),
+            "6".into(),
+            "77".into(),
+            format!(r#"{}:{{"kind":"elapsed"}}"#, i + 1),
+        ]);
+    }
+    assert_eq!(run.lines_of("keeper"), want);
+    // Suspended after `_start` and after each of the first two completions, resumed by each
+    // delay; the last completion exits while resident.
+    assert_eq!(
+        metric(&host, "kube_wasm_module_suspends_total", "keeper"),
+        3
+    );
+    assert_eq!(metric(&host, "kube_wasm_module_resumes_total", "keeper"), 3);
+    assert_eq!(
+        metric(&host, "kube_wasm_module_suspend_failures_total", "keeper"),
+        0
+    );
+    assert!(
+        snapshot_files(dir.path()).is_empty(),
+        "snapshots are removed at resume"
+    );
+    drop(host);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        0,
+        "the host's snapshot folder goes with the host"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_snapshot_skips_zero_memory_and_the_module_holds_none_while_suspended() {
+    let dir = tempfile::tempdir().expect("dir");
+    let guest =
+        Guest::new("(drop (memory.grow (i32.const 60))) (drop (call $delay (i64.const 400)))");
+    let (seen_tx, seen_rx) = tokio::sync::oneshot::channel();
+    let (run, host) = run_suspending(
+        idle_upstream(),
+        dir.path(),
+        &[("big", guest.wasm())],
+        |_, host| {
+            tokio::spawn(async move {
+                loop {
+                    let state = host.metrics().encode().lines().any(|l| {
+                        l == r#"kube_wasm_module_state{module="big",state="suspended"} 1"#
+                    });
+                    if state {
+                        let seen = (
+                            metric(&host, "kube_wasm_module_memory_bytes", "big"),
+                            metric(&host, "kube_wasm_module_snapshot_bytes", "big"),
+                            snapshot_files(host.settings().suspend_dir.as_deref().expect("set")),
+                        );
+                        let _ = seen_tx.send(seen);
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            });
+        },
+    )
+    .await;
+    assert_eq!(run.outcome("big"), &ModuleOutcome::Exited(0));
+    let (memory, snapshot, files) = seen_rx.await.expect("it was suspended");
+    assert_eq!(memory, 0, "no linear memory while suspended");
+    assert_eq!(files.len(), 1, "one snapshot file: {files:?}");
+    let name = files[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("big-"), "named after the module: {name}");
+    // 64 pages of memory, of which only page 0 (the prelude's data) is not zero.
+    assert_eq!(snapshot, 16 + 8 + 65536, "only non-zero chunks are written");
+    assert_eq!(metric(&host, "kube_wasm_module_resumes_total", "big"), 1);
+}
+
+fn watch_frame() -> Vec<u8> {
+    let request = WatchRequest {
+        path: "/api/v1/pods".into(),
+        label_selector: None,
+        field_selector: None,
+        timeout_seconds: None,
+        bookmarks: false,
+        send_initial_events: false,
+        resource_version: "1".into(),
+        metadata_only: false,
+    };
+    encode_frame(&request, b"")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_event_arriving_while_suspended_resumes_the_module() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (client, _) = fake_client(|_| {
+        let mut reply = Reply::new(200, vec![Ok(b"{\"type\":\"ADDED\",\"n\":1}\n".to_vec())]);
+        reply.later = vec![(
+            Duration::from_millis(500),
+            b"{\"type\":\"MODIFIED\",\"n\":2}\n".to_vec(),
+        )];
+        reply
+    });
+    let frame = watch_frame();
+    let guest = Guest::new(&format!("(drop {})", call_with_frame("watch", &frame))).frame(&frame);
+    let (run, host) = run_suspending(
+        Upstream::new(client, "https://fake.invalid"),
+        dir.path(),
+        &[("watcher", guest.wasm())],
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(run.outcome("watcher"), &ModuleOutcome::Exited(0));
+    let lines = run.lines_of("watcher");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(
+        lines[0].starts_with(r#"1:{"kind":"head","status":200"#),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[1..],
+        [
+            r#"1:{"kind":"watch_event"}{"type":"ADDED","n":1}"#,
+            r#"1:{"kind":"watch_event"}{"type":"MODIFIED","n":2}"#,
+            r#"1:{"kind":"end"}"#,
+        ]
+    );
+    let suspends = metric(&host, "kube_wasm_module_suspends_total", "watcher");
+    assert!(suspends >= 1, "suspended while the watch was quiet");
+    assert_eq!(
+        metric(&host, "kube_wasm_module_resumes_total", "watcher"),
+        suspends,
+        "every suspend was followed by a resume"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_request_resumes_a_suspended_module_that_asked_for_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (run, host) = run_suspending(
+        idle_upstream(),
+        dir.path(),
+        &[("polite", Guest::new("(drop (call $stop_signal))").wasm())],
+        |stop, host| {
+            tokio::spawn(async move {
+                while metric(&host, "kube_wasm_module_suspends_total", "polite") == 0 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                stop.request_stop();
+            });
+        },
+    )
+    .await;
+    assert_eq!(run.outcome("polite"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.lines_of("polite"), [r#"1:{"kind":"stop"}"#]);
+    assert_eq!(metric(&host, "kube_wasm_module_resumes_total", "polite"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_module_that_never_asked_for_stop_ends_without_resuming() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (run, host) = run_suspending(
+        idle_upstream(),
+        dir.path(),
+        &[(
+            "deaf",
+            Guest::new("(drop (call $delay (i64.const 60000)))").wasm(),
+        )],
+        |stop, host| {
+            tokio::spawn(async move {
+                while metric(&host, "kube_wasm_module_suspends_total", "deaf") == 0 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                stop.request_stop();
+            });
+        },
+    )
+    .await;
+    assert_eq!(
+        run.outcome("deaf"),
+        &ModuleOutcome::Ended(EndReason::NeverAskedForStop)
+    );
+    assert_eq!(metric(&host, "kube_wasm_module_resumes_total", "deaf"), 0);
+    assert_eq!(metric(&host, "kube_wasm_module_snapshot_bytes", "deaf"), 0);
+    assert!(
+        snapshot_files(dir.path()).is_empty(),
+        "the snapshot of an ended module is removed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_that_cannot_be_written_leaves_the_module_resident() {
+    let file = tempfile::NamedTempFile::new().expect("file");
+    // A regular file where the snapshot folder should be.
+    let wasm = Guest::new("(drop (call $delay (i64.const 300)))").wasm();
+    let (run, host) =
+        run_suspending(idle_upstream(), file.path(), &[("stuck", wasm)], |_, _| {}).await;
+    assert_eq!(run.outcome("stuck"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.lines_of("stuck"), [r#"1:{"kind":"elapsed"}"#]);
+    assert_eq!(metric(&host, "kube_wasm_module_suspends_total", "stuck"), 0);
+    assert!(metric(&host, "kube_wasm_module_suspend_failures_total", "stuck") >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_altered_on_disk_ends_the_module_with_a_resume_error() {
+    let dir = tempfile::tempdir().expect("dir");
+    let base = dir.path().to_owned();
+    let wasm = Guest::new("(drop (call $delay (i64.const 600)))").wasm();
+    let (run, _host) = run_suspending(
+        idle_upstream(),
+        dir.path(),
+        &[("victim", wasm)],
+        move |_, _| {
+            tokio::spawn(async move {
+                loop {
+                    if let Some(path) = snapshot_files(&base).first() {
+                        let mut bytes = std::fs::read(path).expect("readable");
+                        let last = bytes.len() - 1;
+                        bytes[last] ^= 0xff;
+                        std::fs::write(path, bytes).expect("writable");
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            });
+        },
+    )
+    .await;
+    match run.outcome("victim") {
+        ModuleOutcome::Failed(ModuleError::Resume(why)) => {
+            assert!(why.contains("checksum"), "{why}");
+        }
+        other => panic!("expected a resume error, got {other:?}"),
+    }
+    assert!(snapshot_files(dir.path()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_that_changes_its_tables_is_never_suspended() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut guest = Guest::new("(drop (call $delay (i64.const 300)))");
+    guest.extra.push_str(
+        "(table $t 1 funcref) (func $grow (drop (table.grow $t (ref.null func) (i32.const 1))))",
+    );
+    let wasm = guest.wasm();
+    let (settings, _) = test_settings();
+    let host = Host::new(idle_upstream(), settings).expect("host");
+    match host
+        .load_bytes("tables", &wasm)
+        .expect("compiles")
+        .suspendable()
+    {
+        Suspendable::No(why) => assert!(why.contains("table.grow"), "{why}"),
+        Suspendable::Yes(_) => panic!("a module growing its table is not suspendable"),
+    }
+    let (run, host) =
+        run_suspending(idle_upstream(), dir.path(), &[("tables", wasm)], |_, _| {}).await;
+    assert_eq!(run.outcome("tables"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.lines_of("tables"), [r#"1:{"kind":"elapsed"}"#]);
+    assert_eq!(
+        metric(&host, "kube_wasm_module_suspends_total", "tables"),
+        0
+    );
+}
