@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Guest, Reply, Seen, call_with_frame, fake_client, run_guests_with, test_settings};
+use common::{Guest, Reply, Seen, call_with_frame, fake_client, run_guests_on, test_settings};
 use host_shim::watch_cache::CacheSettings;
 use host_shim::{ModuleOutcome, Upstream};
 use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
@@ -77,16 +77,7 @@ fn shared_settings() -> (host_shim::Settings, Arc<Mutex<Vec<u8>>>) {
 }
 
 async fn run(upstream: Upstream, guests: &[(&str, Vec<u8>)]) -> common::Run {
-    let (settings, buffer) = shared_settings();
-    run_guests_with(
-        upstream,
-        settings,
-        buffer,
-        Duration::from_secs(5),
-        guests,
-        |_| {},
-    )
-    .await
+    run_guests_on(upstream, shared_settings(), guests).await
 }
 
 /// The events a watch guest recorded, as `type name rv` (`head`, `end` as they are).

@@ -107,6 +107,15 @@ struct Meta {
     resource_version: Option<String>,
 }
 
+impl Meta {
+    fn into_key(self) -> ObjectKey {
+        (
+            self.namespace.unwrap_or_default(),
+            self.name.unwrap_or_default(),
+        )
+    }
+}
+
 #[derive(Deserialize)]
 struct ObjectHead {
     #[serde(default)]
@@ -175,10 +184,7 @@ pub fn parse_watch_line(line: Bytes) -> Result<WatchLine, BadPayload> {
     Ok(WatchLine::Change {
         kind,
         object: ObjectJson {
-            key: (
-                head.metadata.namespace.unwrap_or_default(),
-                head.metadata.name.unwrap_or_default(),
-            ),
+            key: head.metadata.into_key(),
             resource_version,
             json,
         },
@@ -241,10 +247,7 @@ pub fn parse_list(body: Bytes) -> Result<ParsedList, BadPayload> {
             with_type_meta(item.get(), &item_type)
         };
         items.push(ObjectJson {
-            key: (
-                head.metadata.namespace.unwrap_or_default(),
-                head.metadata.name.unwrap_or_default(),
-            ),
+            key: head.metadata.into_key(),
             resource_version,
             json,
         });

@@ -26,22 +26,23 @@ pub enum Served {
     Upstream,
 }
 
-/// Waits until the informer has a store. `Ok(false)` if the collection is not shared.
-async fn ready(subscription: &Subscription, sink: &CompletionSink) -> Result<bool, Served> {
+/// Waits until the informer has a store: `None` then. `Some` if the request is settled
+/// without it: [`Served::Upstream`] if the collection is not shared, [`Served::Done`] once
+/// the informer's error was sent (as the module's own request would have failed).
+async fn ready(subscription: &Subscription, sink: &CompletionSink) -> Option<Served> {
     let mut changes = subscription.shared.watch_changes();
     loop {
         let phase = subscription.shared.lock().phase.clone();
         match phase {
-            Phase::Ready => return Ok(true),
-            Phase::Refused => return Ok(false),
+            Phase::Ready => return None,
+            Phase::Refused => return Some(Served::Upstream),
             Phase::Unavailable(err) => {
-                // As the module's own request would have failed.
                 let _ = sink.send(&Completion::Error(err), b"").await;
-                return Err(Served::Done);
+                return Some(Served::Done);
             }
             Phase::Starting => {
                 if changes.changed().await.is_err() {
-                    return Ok(false);
+                    return Some(Served::Upstream);
                 }
             }
         }
@@ -65,10 +66,8 @@ pub(crate) async fn watch(
     start: StartAt,
     sink: &CompletionSink,
 ) -> Result<Served, ModuleGone> {
-    match ready(&subscription, sink).await {
-        Ok(true) => {}
-        Ok(false) => return Ok(Served::Upstream),
-        Err(served) => return Ok(served),
+    if let Some(served) = ready(&subscription, sink).await {
+        return Ok(served);
     }
     let shared = &subscription.shared;
     let timeout = Duration::from_secs(u64::from(
@@ -172,10 +171,8 @@ pub(crate) async fn list(
     subscription: Subscription,
     sink: &CompletionSink,
 ) -> Result<Served, ModuleGone> {
-    match ready(&subscription, sink).await {
-        Ok(true) => {}
-        Ok(false) => return Ok(Served::Upstream),
-        Err(served) => return Ok(served),
+    if let Some(served) = ready(&subscription, sink).await {
+        return Ok(served);
     }
     let Some(body) = subscription.shared.lock().store.list_body() else {
         return Ok(Served::Upstream);

@@ -372,7 +372,15 @@ pub async fn run_guests_with(
 
 /// Runs `guests` concurrently on one host with default test settings, no stop.
 pub async fn run_guests(upstream: Upstream, guests: &[(&str, Vec<u8>)]) -> Run {
-    let (settings, buffer) = test_settings();
+    run_guests_on(upstream, test_settings(), guests).await
+}
+
+/// Runs `guests` concurrently on one host with `settings` and their output buffer, no stop.
+pub async fn run_guests_on(
+    upstream: Upstream,
+    (settings, buffer): (Settings, Arc<Mutex<Vec<u8>>>),
+    guests: &[(&str, Vec<u8>)],
+) -> Run {
     run_guests_with(
         upstream,
         settings,
