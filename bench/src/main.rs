@@ -236,7 +236,10 @@ async fn main() -> anyhow::Result<()> {
                     result.load.pss_kib / 1024,
                     stats::median(&result.ring_ms).unwrap_or(f64::NAN),
                     stats::median(&result.reconcile_ms).unwrap_or(f64::NAN),
-                    result.requests.total
+                    result
+                        .requests
+                        .as_ref()
+                        .map_or("uncounted".into(), |q| q.total.to_string())
                 );
                 ring.push(result);
             }

@@ -203,9 +203,13 @@ impl Report {
                     ring_p50_ms: summary(&runs, |r| p(&r.ring_ms, 50.0)),
                     ring_p99_ms: summary(&runs, |r| p(&r.ring_ms, 99.0)),
                     startup_ms: summary(&runs, |r| Some(r.startup_ms)),
-                    requests: summary(&runs, |r| Some(r.requests.total as f64)),
-                    watches: summary(&runs, |r| Some(r.requests.verb("watch") as f64)),
-                    lists: summary(&runs, |r| Some(r.requests.verb("list") as f64)),
+                    requests: summary(&runs, |r| r.requests.as_ref().map(|q| q.total as f64)),
+                    watches: summary(&runs, |r| {
+                        r.requests.as_ref().map(|q| q.verb("watch") as f64)
+                    }),
+                    lists: summary(&runs, |r| {
+                        r.requests.as_ref().map(|q| q.verb("list") as f64)
+                    }),
                     linear_bytes_per_module: summary(&runs, |r| {
                         let h = r.host_idle.as_ref()?;
                         (h.modules > 0).then(|| h.linear_memory_bytes as f64 / h.modules as f64)
@@ -272,7 +276,11 @@ impl Report {
                     ratio_to_native: (v != Variant::Native)
                         .then(|| Summary::of(pairwise_ratios(&a, &b)))
                         .flatten(),
-                    requests: Summary::of(runs.iter().map(|c| c.requests.total as f64).collect()),
+                    requests: Summary::of(
+                        runs.iter()
+                            .filter_map(|c| c.requests.as_ref().map(|q| q.total as f64))
+                            .collect(),
+                    ),
                 }
             })
             .collect();
@@ -751,8 +759,13 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "\n## Churn\n\nOne controller; a burst of K Ring writes in its namespace ({} in flight); copies per second from the first write until every copy arrived.\n\n| variant | copies/s | × native | upstream requests |\n|---|---|---|---|",
-            self.measured.churn.first().map(|c| c.k).unwrap_or_default()
+            "\n## Churn\n\nOne controller; a burst of K = {} Ring writes in its namespace ({} in flight); copies per second from the first write until every copy arrived.\n\n| variant | copies/s | × native | upstream requests |\n|---|---|---|---|",
+            self.measured.churn.first().map(|c| c.k).unwrap_or_default(),
+            self.measured
+                .churn
+                .first()
+                .map(|c| c.parallel)
+                .unwrap_or_default()
         );
         for c in &self.churn {
             let _ = writeln!(

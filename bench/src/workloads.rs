@@ -80,8 +80,9 @@ pub struct RingRun {
     /// Event→reconcile latency of each measured cycle (the write in namespace 0 until
     /// controller 0's reconcile started), in ms.
     pub reconcile_ms: Vec<f64>,
-    /// The controllers' upstream requests over the whole launch (audit log).
-    pub requests: Requests,
+    /// The controllers' upstream requests over the whole launch (audit log); `None` if the
+    /// log could not be read for that launch.
+    pub requests: Option<Requests>,
     /// The host's metrics when idle (wasm variants).
     pub host_idle: Option<HostMetrics>,
     /// The host's metrics after the cycles (wasm variants).
@@ -97,14 +98,17 @@ pub struct ChurnRun {
     pub run: usize,
     /// Objects in the burst.
     pub k: u64,
+    /// Writes in flight at once.
+    pub parallel: usize,
     /// Time to write the burst (the driver's side), in ms.
     pub write_ms: f64,
     /// From the first write until every copy arrived, in ms.
     pub converge_ms: f64,
     /// Copies (reconciles that wrote) per second: K / converge time.
     pub per_second: f64,
-    /// The controller's upstream requests over the launch.
-    pub requests: Requests,
+    /// The controller's upstream requests over the launch; `None` if the log could not be
+    /// read for that launch.
+    pub requests: Option<Requests>,
 }
 
 fn links(prefix: &str, n: usize) -> Vec<Link> {
@@ -150,6 +154,18 @@ fn sample_while(
 }
 
 impl Bench {
+    /// The controllers' requests between two marks of the audit log, or `None` (with a
+    /// warning) if they cannot be read: a figure that was not measured is not made up.
+    fn requests(&self, from: audit::Mark, to: audit::Mark) -> Option<Requests> {
+        match audit::requests_between(&self.audit_log, from, to) {
+            Ok(requests) => Some(requests),
+            Err(err) => {
+                eprintln!("bench: upstream requests not counted: {err:#}");
+                None
+            }
+        }
+    }
+
     fn launch_dir(&self, name: &str) -> std::path::PathBuf {
         self.logs.join(name)
     }
@@ -174,7 +190,7 @@ impl Bench {
         let first = format!("{tag}-0");
         let last = format!("{tag}-{n}");
         let mut arrivals = cluster::watch_arrivals(&self.client, &last);
-        let audit_from = audit::offset(&self.audit_log)?;
+        let audit_from = audit::mark(&self.audit_log)?;
         let started = Instant::now();
         let mut fleet = Fleet::start(&self.setup, variant, &links, &self.launch_dir(tag))?;
 
@@ -246,8 +262,8 @@ impl Bench {
         fleet.check_alive()?;
         let host_end = fleet.host_metrics()?;
         fleet.stop(Duration::from_secs(15))?;
-        let audit_to = audit::offset(&self.audit_log)?;
-        let requests = audit::requests_between(&self.audit_log, audit_from, audit_to)?;
+        let audit_to = audit::mark(&self.audit_log)?;
+        let requests = self.requests(audit_from, audit_to);
         let load_max = load_samples
             .iter()
             .copied()
@@ -302,7 +318,7 @@ impl Bench {
         }
         let (source, target) = (links[0].source.clone(), links[0].target.clone());
         let mut arrivals = cluster::watch_arrivals(&self.client, &target);
-        let audit_from = audit::offset(&self.audit_log)?;
+        let audit_from = audit::mark(&self.audit_log)?;
         let mut fleet = Fleet::start(&self.setup, variant, &links, &self.launch_dir(tag))?;
         cluster::write_nonce(&self.client, &source, "warm", 1).await?;
         cluster::wait_for(&mut arrivals, "warm", 1, p.startup_timeout).await?;
@@ -323,12 +339,13 @@ impl Bench {
         let converge = t0.elapsed();
         fleet.check_alive()?;
         fleet.stop(Duration::from_secs(15))?;
-        let audit_to = audit::offset(&self.audit_log)?;
-        let requests = audit::requests_between(&self.audit_log, audit_from, audit_to)?;
+        let audit_to = audit::mark(&self.audit_log)?;
+        let requests = self.requests(audit_from, audit_to);
         Ok(ChurnRun {
             variant,
             run,
             k: p.churn_k,
+            parallel: p.churn_parallel.max(1),
             write_ms,
             converge_ms: converge.as_secs_f64() * 1000.0,
             per_second: p.churn_k as f64 / converge.as_secs_f64(),
