@@ -27,12 +27,14 @@ step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
 # The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
-# the e2e guests, the parity scenarios), and the API-surface programs, which only need to
-# build. One wasm32 invocation for all of them, so kube-wasm is built once with one feature set.
+# the e2e guests, the parity scenarios), and the API-surface programs and the benchmark's ring
+# controller, which only need to build here (scripts/bench.sh runs the
+# benchmark). One wasm32 invocation for all of them, so kube-wasm is built once with one
+# feature set.
 programs=(
   -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
   -p multi-watch -p api-checks -p hostile -p remote-command
-  -p parity-scenarios -p kube-surface
+  -p parity-scenarios -p kube-surface -p ring-controller
 )
 
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"

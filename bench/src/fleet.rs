@@ -1,0 +1,440 @@
+//! The controllers of one launch, in one of the [`Variant`]s: N native processes, or N modules
+//! in one host-shim process. Starting, liveness, memory, the host's metrics, stopping.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde::Serialize;
+
+use crate::memory::{self, Sample};
+
+/// How the controllers run. Every variant runs the same controller source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// One native kube-rs 5.0 process per controller.
+    Native,
+    /// All controllers as modules in one host shim, shared watches on (the default).
+    Wasm,
+    /// The same with shared watches off (`sharedWatches: false`).
+    WasmUnshared,
+    /// The same as `wasm` with every module suspended to disk when idle (manifest
+    /// `suspend: {idleAfter: …}`); only where the host's manifest accepts it.
+    WasmSuspend,
+}
+
+impl Variant {
+    /// Every variant, in report order.
+    pub const ALL: [Variant; 4] = [
+        Variant::Native,
+        Variant::Wasm,
+        Variant::WasmUnshared,
+        Variant::WasmSuspend,
+    ];
+
+    /// The variant's name in the report and on the command line.
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::Native => "native",
+            Variant::Wasm => "wasm",
+            Variant::WasmUnshared => "wasm-unshared",
+            Variant::WasmSuspend => "wasm-suspend",
+        }
+    }
+
+    /// One line saying what it is.
+    pub fn description(self) -> &'static str {
+        match self {
+            Variant::Native => "one native kube-rs 5.0 process per controller",
+            Variant::Wasm => "all controllers as modules in one host shim, shared watches on",
+            Variant::WasmUnshared => "all controllers in one host shim, shared watches off",
+            Variant::WasmSuspend => {
+                "all controllers in one host shim, shared watches on, idle modules suspended to disk"
+            }
+        }
+    }
+}
+
+/// What a launch needs from the build and the cluster.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The release `host-shim` binary.
+    pub host_shim: PathBuf,
+    /// The native release build of `ring-controller`.
+    pub ring_native: PathBuf,
+    /// The wasm32-wasip1 release build of `ring-controller`.
+    pub ring_wasm: PathBuf,
+    /// The cluster's kubeconfig (an admin's).
+    pub kubeconfig: PathBuf,
+    /// The host's cache folder of precompiled modules, shared by every launch.
+    pub module_cache: PathBuf,
+    /// The `idleAfter` of the suspend variant's modules, e.g. `2s`.
+    pub suspend_idle_after: String,
+}
+
+/// One ring controller: it copies Rings from `source` to `target`.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The namespace it watches.
+    pub source: String,
+    /// The namespace it writes.
+    pub target: String,
+}
+
+/// The running controllers of one launch. Dropping it kills them.
+pub struct Fleet {
+    children: Vec<Child>,
+    metrics_addr: Option<SocketAddr>,
+}
+
+fn log_file(dir: &Path, name: &str) -> anyhow::Result<File> {
+    let path = dir.join(name);
+    File::create(&path).with_context(|| format!("creating {}", path.display()))
+}
+
+fn free_port() -> anyhow::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
+    Ok(listener.local_addr()?)
+}
+
+/// The YAML string of `text` (JSON strings are YAML).
+fn quote(text: &str) -> String {
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// The host manifest of a launch: one module per link, named `ring-<i>`.
+pub fn manifest(setup: &Setup, variant: Variant, links: &[Link], metrics: SocketAddr) -> String {
+    let mut text = format!(
+        "cacheDir: {}\nsharedWatches: {}\nmetricsAddr: {}\nmodules:\n",
+        quote(&setup.module_cache.to_string_lossy()),
+        variant != Variant::WasmUnshared,
+        quote(&metrics.to_string()),
+    );
+    for (i, link) in links.iter().enumerate() {
+        let _ = writeln!(text, "  - name: ring-{i}");
+        let _ = writeln!(
+            text,
+            "    wasm: {}",
+            quote(&setup.ring_wasm.to_string_lossy())
+        );
+        let _ = writeln!(text, "    namespace: {}", quote(&link.source));
+        let _ = writeln!(
+            text,
+            "    env: {{RING_SOURCE: {}, RING_TARGET: {}}}",
+            quote(&link.source),
+            quote(&link.target)
+        );
+        if variant == Variant::WasmSuspend {
+            let _ = writeln!(
+                text,
+                "    suspend: {{idleAfter: {}}}",
+                quote(&setup.suspend_idle_after)
+            );
+        }
+    }
+    text
+}
+
+impl Fleet {
+    /// Starts the controllers of `links` as `variant`, with their output in `dir`.
+    ///
+    /// # Errors
+    /// If a process cannot be started or a file written.
+    pub fn start(
+        setup: &Setup,
+        variant: Variant,
+        links: &[Link],
+        dir: &Path,
+    ) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        if variant == Variant::Native {
+            let mut children = Vec::with_capacity(links.len());
+            for (i, link) in links.iter().enumerate() {
+                let child = Command::new(&setup.ring_native)
+                    .env("KUBECONFIG", &setup.kubeconfig)
+                    .env("RING_SOURCE", &link.source)
+                    .env("RING_TARGET", &link.target)
+                    .stdin(Stdio::null())
+                    .stdout(log_file(dir, &format!("ring-{i}.out"))?)
+                    .stderr(log_file(dir, &format!("ring-{i}.err"))?)
+                    .spawn()
+                    .with_context(|| format!("starting {}", setup.ring_native.display()))?;
+                children.push(child);
+            }
+            return Ok(Self {
+                children,
+                metrics_addr: None,
+            });
+        }
+        let metrics = free_port()?;
+        let path = dir.join("host.yaml");
+        std::fs::write(&path, manifest(setup, variant, links, metrics))
+            .with_context(|| format!("writing {}", path.display()))?;
+        let child = Command::new(&setup.host_shim)
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(&setup.kubeconfig)
+            .arg("--manifest")
+            .arg(&path)
+            .stdin(Stdio::null())
+            .stdout(log_file(dir, "host.out")?)
+            .stderr(log_file(dir, "host.err")?)
+            .spawn()
+            .with_context(|| format!("starting {}", setup.host_shim.display()))?;
+        Ok(Self {
+            children: vec![child],
+            metrics_addr: Some(metrics),
+        })
+    }
+
+    /// The process ids: N native controllers, or the one host.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(Child::id).collect()
+    }
+
+    /// Fails if any process has exited.
+    ///
+    /// # Errors
+    /// Naming the first process that exited and its status.
+    pub fn check_alive(&mut self) -> anyhow::Result<()> {
+        for child in &mut self.children {
+            if let Some(status) = child.try_wait()? {
+                bail!("process {} exited early: {status}", child.id());
+            }
+        }
+        Ok(())
+    }
+
+    /// The summed memory of its processes now.
+    ///
+    /// # Errors
+    /// If a process is gone.
+    pub fn memory(&self) -> anyhow::Result<Sample> {
+        memory::of_processes(&self.pids())
+    }
+
+    /// The host's metrics now (`None` for native controllers).
+    ///
+    /// # Errors
+    /// If the host's metrics endpoint does not answer.
+    pub fn host_metrics(&self) -> anyhow::Result<Option<HostMetrics>> {
+        let Some(addr) = self.metrics_addr else {
+            return Ok(None);
+        };
+        let text = scrape(addr)?;
+        Ok(Some(HostMetrics::parse(&text)))
+    }
+
+    /// Stops the controllers: SIGTERM, up to `grace` to exit, then SIGKILL.
+    ///
+    /// # Errors
+    /// If `kill` cannot be run.
+    pub fn stop(mut self, grace: Duration) -> anyhow::Result<()> {
+        let pids: Vec<String> = self.pids().iter().map(u32::to_string).collect();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .args(&pids)
+            .stderr(Stdio::null())
+            .status()
+            .context("running kill")?;
+        let deadline = Instant::now() + grace;
+        for child in &mut self.children {
+            loop {
+                if child.try_wait()?.is_some() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.children.clear();
+        Ok(())
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `GET /metrics` from the host's metrics endpoint.
+fn scrape(addr: SocketAddr) -> anyhow::Result<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .with_context(|| format!("connecting to the host's metrics at {addr}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .context("reading the host's metrics")?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .context("the metrics response has no head")?;
+    anyhow::ensure!(
+        head.starts_with("HTTP/1.1 200"),
+        "the metrics endpoint answered {:?}",
+        head.lines().next()
+    );
+    Ok(body.to_owned())
+}
+
+/// What the bench reads from the host's metrics endpoint.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct HostMetrics {
+    /// Modules reported (series of `kube_wasm_module_memory_bytes`).
+    pub modules: u64,
+    /// Sum of the modules' linear memory sizes, in bytes.
+    pub linear_memory_bytes: u64,
+    /// Upstream watches open (`kube_wasm_upstream_watches`).
+    pub upstream_watches: u64,
+    /// Shared upstream LIST+WATCHes (`kube_wasm_shared_watches`).
+    pub shared_watches: u64,
+    /// Modules in state `suspended`.
+    pub suspended_modules: u64,
+    /// Resumes from disk so far (`kube_wasm_module_resume_duration_seconds_count`).
+    pub resumes: u64,
+    /// Their total time, in seconds (`…_sum`).
+    pub resume_seconds: f64,
+    /// Snapshot files' total size, in bytes (`kube_wasm_module_snapshot_bytes`).
+    pub snapshot_bytes: u64,
+}
+
+impl HostMetrics {
+    /// Reads the figures from a Prometheus text exposition; absent series count 0.
+    pub fn parse(text: &str) -> Self {
+        let mut m = Self::default();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((series, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(value) = value.parse::<f64>() else {
+                continue;
+            };
+            let name = series.split('{').next().unwrap_or(series);
+            let whole = value.max(0.0) as u64;
+            match name {
+                "kube_wasm_module_memory_bytes" => {
+                    m.modules += 1;
+                    m.linear_memory_bytes += whole;
+                }
+                "kube_wasm_upstream_watches" => m.upstream_watches = whole,
+                "kube_wasm_shared_watches" => m.shared_watches = whole,
+                "kube_wasm_module_state" if series.contains("state=\"suspended\"") => {
+                    m.suspended_modules += whole;
+                }
+                "kube_wasm_module_resume_duration_seconds_count" => m.resumes += whole,
+                "kube_wasm_module_resume_duration_seconds_sum" => m.resume_seconds += value,
+                "kube_wasm_module_snapshot_bytes" => m.snapshot_bytes += whole,
+                _ => {}
+            }
+        }
+        m
+    }
+}
+
+/// Whether the host accepts the suspend variant's manifest: `Ok(None)` if it does, else the
+/// reason it does not (the host's own message). The probe runs `host-shim run` with a
+/// manifest holding `suspend` and a kubeconfig that does not exist: a host that knows
+/// `suspend` passes the manifest and fails on the kubeconfig; one that does not fails on the
+/// manifest, naming the field.
+///
+/// # Errors
+/// If the host cannot be run.
+pub fn suspend_unsupported(setup: &Setup, dir: &Path) -> anyhow::Result<Option<String>> {
+    std::fs::create_dir_all(dir)?;
+    let links = [Link {
+        source: "probe".into(),
+        target: "probe-next".into(),
+    }];
+    let addr: SocketAddr = "127.0.0.1:1".parse()?;
+    let path = dir.join("suspend-probe.yaml");
+    std::fs::write(&path, manifest(setup, Variant::WasmSuspend, &links, addr))?;
+    let output = Command::new(&setup.host_shim)
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(dir.join("no-such-kubeconfig"))
+        .arg("--manifest")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running {}", setup.host_shim.display()))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    Ok(stderr.lines().find(|l| l.contains("suspend")).map(|line| {
+        if line.contains("unknown field `suspend`") {
+            "this host-shim's manifest does not accept `suspend` (unknown field `suspend`)".into()
+        } else {
+            let message = line.split_once("host_shim: ").map_or(line, |(_, m)| m);
+            format!(
+                "this host-shim refuses the suspend manifest: {}",
+                message.trim()
+            )
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_per_variant() {
+        let setup = Setup {
+            host_shim: "/h".into(),
+            ring_native: "/n".into(),
+            ring_wasm: "/r.wasm".into(),
+            kubeconfig: "/k".into(),
+            module_cache: "/c".into(),
+            suspend_idle_after: "2s".into(),
+        };
+        let links = [Link {
+            source: "a-0".into(),
+            target: "a-1".into(),
+        }];
+        let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
+        let shared = manifest(&setup, Variant::Wasm, &links, addr);
+        assert!(shared.contains("sharedWatches: true"), "{shared}");
+        assert!(shared.contains("env: {RING_SOURCE: \"a-0\", RING_TARGET: \"a-1\"}"));
+        assert!(!shared.contains("suspend"));
+        let unshared = manifest(&setup, Variant::WasmUnshared, &links, addr);
+        assert!(unshared.contains("sharedWatches: false"));
+        let suspend = manifest(&setup, Variant::WasmSuspend, &links, addr);
+        assert!(
+            suspend.contains("    suspend: {idleAfter: \"2s\"}"),
+            "{suspend}"
+        );
+    }
+
+    #[test]
+    fn host_metrics_parse() {
+        let text = "# HELP x\n\
+            kube_wasm_module_memory_bytes{module=\"ring-0\"} 1048576\n\
+            kube_wasm_module_memory_bytes{module=\"ring-1\"} 2097152\n\
+            kube_wasm_upstream_watches 3\n\
+            kube_wasm_shared_watches 2\n\
+            kube_wasm_module_state{module=\"ring-0\",state=\"suspended\"} 1\n\
+            kube_wasm_module_state{module=\"ring-1\",state=\"suspended\"} 0\n\
+            kube_wasm_module_resume_duration_seconds_sum{module=\"ring-0\"} 0.004\n\
+            kube_wasm_module_resume_duration_seconds_count{module=\"ring-0\"} 2\n\
+            # EOF\n";
+        let m = HostMetrics::parse(text);
+        assert_eq!(m.modules, 2);
+        assert_eq!(m.linear_memory_bytes, 3 << 20);
+        assert_eq!((m.upstream_watches, m.shared_watches), (3, 2));
+        assert_eq!((m.suspended_modules, m.resumes), (1, 2));
+        assert!((m.resume_seconds - 0.004).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,297 @@
+//! `kube-wasm-bench`: the same controller (`bench/ring-controller`) natively (kube-rs 5.0, a
+//! process per controller) and as wasm modules in one host shim, side by side against one
+//! real apiserver in one run; writes `report.md`, `report.json` and PNG plots.
+//! `scripts/bench.sh` builds everything, starts a control plane and runs it.
+
+mod audit;
+mod cluster;
+mod fleet;
+mod memory;
+mod report;
+mod statics;
+mod stats;
+mod workloads;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+
+use crate::fleet::{Setup, Variant};
+use crate::report::{Measured, Report, Unavailable};
+use crate::workloads::{Bench, Params, require_file};
+
+/// Benchmarks wasm controllers in the host shim against native kube-rs 5.0 processes running
+/// the same controller, against the same apiserver, in one run.
+#[derive(Debug, Parser)]
+#[command(name = "kube-wasm-bench", version, about)]
+struct Cli {
+    /// The cluster's kubeconfig (admin).
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    /// The apiserver's audit log (JSON lines).
+    #[arg(long)]
+    audit_log: PathBuf,
+    /// The release host-shim binary.
+    #[arg(long)]
+    host_shim: PathBuf,
+    /// The native release build of ring-controller.
+    #[arg(long)]
+    ring_native: PathBuf,
+    /// The wasm32-wasip1 release build of ring-controller.
+    #[arg(long)]
+    ring_wasm: PathBuf,
+    /// More release `.wasm` files whose size, compile and load times are reported (the
+    /// examples); repeatable.
+    #[arg(long = "example-wasm")]
+    example_wasm: Vec<PathBuf>,
+    /// Where the report, plots and launch logs go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// Controller counts of the ring (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,10,50,100")]
+    n: Vec<usize>,
+    /// Measured ring cycles per launch.
+    #[arg(long, default_value_t = 50)]
+    cycles: u64,
+    /// Warm-up ring cycles per launch.
+    #[arg(long, default_value_t = 5)]
+    warmup: u64,
+    /// Runs of every (variant, N) pair and of the churn.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Objects in the churn burst.
+    #[arg(long, default_value_t = 500)]
+    churn_k: u64,
+    /// Churn writes in flight at once.
+    #[arg(long, default_value_t = 16)]
+    churn_parallel: usize,
+    /// Seconds the fleet is left alone before its idle memory is sampled.
+    #[arg(long, default_value_t = 10)]
+    settle_secs: u64,
+    /// Variants to run (comma-separated); `wasm-suspend` is reported as not available when
+    /// the host's manifest does not accept `suspend`.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "native,wasm,wasm-unshared,wasm-suspend"
+    )]
+    variants: Vec<Variant>,
+    /// `idleAfter` of the suspend variant's modules.
+    #[arg(long, default_value = "2s")]
+    suspend_idle_after: String,
+    /// Instantiations timed for the instantiate figure.
+    #[arg(long, default_value_t = 200)]
+    instantiations: usize,
+    /// Skip the churn workload.
+    #[arg(long)]
+    no_churn: bool,
+    /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
+    /// instantiations (replacing those options).
+    #[arg(long)]
+    quick: bool,
+}
+
+fn machine_context() -> Vec<(String, String)> {
+    let sh = |cmd: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default()
+    };
+    vec![
+        ("date".into(), sh("date -u +%Y-%m-%dT%H:%M:%SZ")),
+        (
+            "machine".into(),
+            sh(
+                "echo \"$(nproc) cores, $(awk '/MemTotal/ {printf \"%.1f GiB\", $2/1048576}' /proc/meminfo), $(uname -sr)\"",
+            ),
+        ),
+        (
+            "load average at start".into(),
+            sh("cut -d' ' -f1-3 /proc/loadavg"),
+        ),
+    ]
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut cli = Cli::parse();
+    if cli.quick {
+        cli.n = vec![1, 2, 5];
+        cli.cycles = 10;
+        cli.warmup = 2;
+        cli.runs = 1;
+        cli.churn_k = 50;
+        cli.settle_secs = 3;
+        cli.instantiations = 50;
+    }
+    require_file(&cli.host_shim, "the host shim")?;
+    require_file(&cli.ring_native, "the native ring controller")?;
+    require_file(&cli.ring_wasm, "the ring controller module")?;
+    require_file(&cli.audit_log, "the audit log")?;
+    let out = std::path::absolute(&cli.out).context("the output folder")?;
+    std::fs::create_dir_all(&out)?;
+    let setup = Setup {
+        host_shim: cli.host_shim.clone(),
+        ring_native: cli.ring_native.clone(),
+        ring_wasm: std::path::absolute(&cli.ring_wasm)?,
+        kubeconfig: std::path::absolute(&cli.kubeconfig)?,
+        module_cache: out.join("module-cache"),
+        suspend_idle_after: cli.suspend_idle_after.clone(),
+    };
+    let mut context = machine_context();
+    context.push((
+        "parameters".into(),
+        format!(
+            "N = {:?}, {} warm-up + {} measured cycles, {} run(s), settle {} s, churn K = {} ({} in flight)",
+            cli.n, cli.warmup, cli.cycles, cli.runs, cli.settle_secs, cli.churn_k, cli.churn_parallel
+        ),
+    ));
+
+    let mut variants = Vec::new();
+    let mut unavailable = Vec::new();
+    for &v in Variant::ALL.iter().filter(|v| cli.variants.contains(v)) {
+        if v == Variant::WasmSuspend
+            && let Some(reason) = fleet::suspend_unsupported(&setup, &out.join("probe"))?
+        {
+            eprintln!("bench: variant wasm-suspend is not available: {reason}");
+            unavailable.push(Unavailable { variant: v, reason });
+            continue;
+        }
+        variants.push(v);
+    }
+
+    eprintln!("bench: static figures (sizes, compile, cache load, instantiate)");
+    let mut wasm_files = vec![setup.ring_wasm.clone()];
+    wasm_files.extend(cli.example_wasm.iter().cloned());
+    let statics = statics::measure(
+        &wasm_files,
+        &setup.ring_wasm,
+        &out.join("statics-cache"),
+        3,
+        cli.instantiations,
+    )
+    .await?;
+
+    let client = cluster::client(&cli.kubeconfig).await?;
+    let crd = Command::new(&setup.ring_native)
+        .arg("crd")
+        .output()
+        .context("running `ring-controller crd`")?;
+    anyhow::ensure!(crd.status.success(), "`ring-controller crd` failed");
+    cluster::install_crd(&client, &String::from_utf8_lossy(&crd.stdout)).await?;
+
+    let bench = Bench {
+        client,
+        setup,
+        audit_log: cli.audit_log.clone(),
+        logs: out.join("logs"),
+        params: Params {
+            warmup: cli.warmup.max(1),
+            cycles: cli.cycles,
+            settle: Duration::from_secs(cli.settle_secs),
+            churn_k: cli.churn_k,
+            churn_parallel: cli.churn_parallel,
+            startup_timeout: Duration::from_secs(180),
+            cycle_timeout: Duration::from_secs(120),
+        },
+    };
+    // Unique per bench run: namespaces cannot be deleted on this control plane.
+    let stamp = cluster::now_micros() / 1_000_000 % 100_000;
+    if variants.iter().any(|&v| v != Variant::Native) {
+        eprintln!("bench: priming the host's cache of precompiled modules");
+        bench.prime(&format!("b{stamp}-prime")).await?;
+    }
+    let mut ring = Vec::new();
+    let mut churn = Vec::new();
+    let mut launch = 0;
+    for run in 0..cli.runs {
+        for &n in &cli.n {
+            for &v in &variants {
+                launch += 1;
+                let tag = format!("b{stamp}-{launch}");
+                eprintln!(
+                    "bench: run {}/{} ring N={n} {} (namespaces {tag}-*)",
+                    run + 1,
+                    cli.runs,
+                    v.label()
+                );
+                let result = bench.ring(v, n, run, &tag).await.with_context(|| {
+                    format!(
+                        "ring N={n} {} (logs in {})",
+                        v.label(),
+                        bench.logs.join(&tag).display()
+                    )
+                })?;
+                eprintln!(
+                    "bench:   idle {} MiB, load {} MiB PSS; ring p50 {:.1} ms; event→reconcile p50 {:.2} ms; {} requests",
+                    result.idle.pss_kib / 1024,
+                    result.load.pss_kib / 1024,
+                    stats::median(&result.ring_ms).unwrap_or(f64::NAN),
+                    stats::median(&result.reconcile_ms).unwrap_or(f64::NAN),
+                    result
+                        .requests
+                        .as_ref()
+                        .map_or("uncounted".into(), |q| q.total.to_string())
+                );
+                ring.push(result);
+            }
+        }
+        if !cli.no_churn {
+            for &v in &variants {
+                launch += 1;
+                let tag = format!("b{stamp}-{launch}");
+                eprintln!(
+                    "bench: run {}/{} churn K={} {}",
+                    run + 1,
+                    cli.runs,
+                    cli.churn_k,
+                    v.label()
+                );
+                let result = bench.churn(v, run, &tag).await.with_context(|| {
+                    format!(
+                        "churn {} (logs in {})",
+                        v.label(),
+                        bench.logs.join(&tag).display()
+                    )
+                })?;
+                eprintln!("bench:   {:.0} copies/s", result.per_second);
+                churn.push(result);
+            }
+        }
+    }
+
+    let report = Report::new(Measured {
+        context,
+        variants,
+        unavailable,
+        ns: cli.n.clone(),
+        ring,
+        churn,
+        statics: Some(statics),
+    });
+    for file in report.write(&out)? {
+        eprintln!("bench: wrote {}", file.display());
+    }
+    for goal in &report.goals {
+        eprintln!(
+            "goal: {} — target {} — {} — {}",
+            goal.goal,
+            goal.target,
+            goal.measured,
+            match goal.holds {
+                Some(true) => "holds",
+                Some(false) => "FAILS",
+                None => "not measured",
+            }
+        );
+    }
+    Ok(())
+}

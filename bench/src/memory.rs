@@ -1,0 +1,86 @@
+//! Memory of processes from `/proc`: proportional set size (PSS: each shared page counted
+//! once across the processes sharing it, so the PSS of many processes adds up to what they
+//! use together) and resident set size, in KiB.
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+/// The memory of a group of processes at one moment.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Sample {
+    /// Sum of `Pss:` of `/proc/PID/smaps_rollup`, in KiB.
+    pub pss_kib: u64,
+    /// Sum of `Rss:` of `/proc/PID/smaps_rollup`, in KiB (shared pages counted per process).
+    pub rss_kib: u64,
+}
+
+/// Reads the `Pss:` and `Rss:` lines (kB) of a `smaps_rollup` text.
+///
+/// # Errors
+/// If either line is missing or not a number.
+pub fn parse_smaps_rollup(text: &str) -> anyhow::Result<Sample> {
+    let field = |name: &str| -> anyhow::Result<u64> {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .with_context(|| format!("no {name} line"))?;
+        line.trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .with_context(|| format!("{name} {line:?} is not a number of kB"))
+    };
+    Ok(Sample {
+        pss_kib: field("Pss:")?,
+        rss_kib: field("Rss:")?,
+    })
+}
+
+/// The memory of process `pid`.
+///
+/// # Errors
+/// If the process is gone or `/proc/PID/smaps_rollup` cannot be read or parsed.
+pub fn of_process(pid: u32) -> anyhow::Result<Sample> {
+    let path = format!("/proc/{pid}/smaps_rollup");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    parse_smaps_rollup(&text).with_context(|| format!("parsing {path}"))
+}
+
+/// The summed memory of `pids`.
+///
+/// # Errors
+/// If any of them cannot be read (a process that died makes the sample meaningless).
+pub fn of_processes(pids: &[u32]) -> anyhow::Result<Sample> {
+    let mut total = Sample::default();
+    for &pid in pids {
+        let one = of_process(pid)?;
+        total.pss_kib += one.pss_kib;
+        total.rss_kib += one.rss_kib;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_smaps_rollup() {
+        let text = "55d0c0a00000-7ffd9c3f9000 ---p 00000000 00:00 0 [rollup]\n\
+                    Rss:               10240 kB\nPss:                9000 kB\nPss_Anon: 100 kB\n";
+        assert_eq!(
+            parse_smaps_rollup(text).expect("parses"),
+            Sample {
+                pss_kib: 9000,
+                rss_kib: 10240
+            }
+        );
+        assert!(parse_smaps_rollup("Rss: 1 kB\n").is_err());
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = of_process(std::process::id()).expect("own smaps_rollup");
+        assert!(me.pss_kib > 0 && me.rss_kib >= me.pss_kib);
+    }
+}

@@ -1,0 +1,163 @@
+//! Figures that need no cluster: `.wasm` sizes, cold compile time, loading from the host's
+//! cache of precompiled modules, and instantiation — all with the host's own engine
+//! configuration ([`host_shim::engine::new_engine`]: Cranelift, epoch interruption,
+//! copy-on-write memory images, the pooling allocator) and cache ([`host_shim::cache`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use host_shim::cache::{ModuleCache, Source};
+use host_shim::engine::{PoolSize, new_engine};
+use serde::Serialize;
+use wasmtime::{Linker, Module, Store};
+
+use crate::stats;
+
+/// One `.wasm` file's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct WasmFigures {
+    /// The program (file stem).
+    pub name: String,
+    /// Its size, in bytes.
+    pub bytes: u64,
+    /// Cold compile times (`Module::new`, no cache), in ms, one per repetition.
+    pub compile_ms: Vec<f64>,
+    /// Loads of the precompiled module from the host's cache (read, HMAC check,
+    /// deserialise), in ms.
+    pub cache_load_ms: Vec<f64>,
+}
+
+/// Instantiation of the ring controller from the precompiled module.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstantiateFigures {
+    /// Instantiations timed.
+    pub count: usize,
+    /// Median, in ms.
+    pub p50_ms: f64,
+    /// 99th percentile, in ms.
+    pub p99_ms: f64,
+    /// Median of dropping the store afterwards (the instance's slot is reset and returned
+    /// to the pool), in ms.
+    pub drop_p50_ms: f64,
+}
+
+/// The static figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Statics {
+    /// Per `.wasm` file.
+    pub wasm: Vec<WasmFigures>,
+    /// The ring controller's instantiation.
+    pub instantiate: InstantiateFigures,
+}
+
+fn engine() -> anyhow::Result<wasmtime::Engine> {
+    new_engine(Some(PoolSize {
+        instances: 16,
+        max_memory_bytes: host_shim::manifest::DEFAULT_MEMORY_LIMIT,
+    }))
+    .map_err(|e| anyhow::anyhow!("creating the engine: {e:?}"))
+}
+
+/// Measures every file of `wasm` (`repeats` compiles and cache loads each) and `instances`
+/// instantiations of `ring` (which must be among them), caching into `cache_dir`.
+///
+/// # Errors
+/// If a file cannot be read or compiled, or the cache folder cannot be used.
+pub async fn measure(
+    wasm: &[PathBuf],
+    ring: &Path,
+    cache_dir: &Path,
+    repeats: usize,
+    instances: usize,
+) -> anyhow::Result<Statics> {
+    let engine = engine()?;
+    let cache = ModuleCache::open(cache_dir)
+        .with_context(|| format!("opening the module cache {}", cache_dir.display()))?;
+    let mut figures = Vec::new();
+    let mut ring_module = None;
+    for path in wasm {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut compile_ms = Vec::new();
+        for _ in 0..repeats {
+            let t = Instant::now();
+            Module::new(&engine, &bytes)
+                .map_err(|e| anyhow::anyhow!("compiling {}: {e:?}", path.display()))?;
+            compile_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        // The first load stores the entry if it is not cached yet.
+        cache
+            .load_or_compile(&engine, &bytes)
+            .map_err(|e| anyhow::anyhow!("caching {}: {e:?}", path.display()))?;
+        let mut cache_load_ms = Vec::new();
+        for _ in 0..repeats {
+            let t = Instant::now();
+            let (module, source) = cache
+                .load_or_compile(&engine, &bytes)
+                .map_err(|e| anyhow::anyhow!("loading {}: {e:?}", path.display()))?;
+            let took = t.elapsed().as_secs_f64() * 1000.0;
+            anyhow::ensure!(
+                source == Source::Cached,
+                "{} was not served from the cache {}",
+                path.display(),
+                cache_dir.display()
+            );
+            cache_load_ms.push(took);
+            if path == ring {
+                ring_module = Some(module);
+            }
+        }
+        figures.push(WasmFigures {
+            name: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            bytes: bytes.len() as u64,
+            compile_ms,
+            cache_load_ms,
+        });
+    }
+    let module = ring_module.context("the ring controller's .wasm is not among the files")?;
+    let instantiate = instantiate(&engine, &module, instances).await?;
+    Ok(Statics {
+        wasm: figures,
+        instantiate,
+    })
+}
+
+/// Times `count` instantiations of `module` from one pre-instantiation, each into a fresh
+/// store (created outside the timing; its drop timed apart). The imports (WASI and the kube-wasm ABI)
+/// are stubs: instantiating does not call them, so this is the cost of the instance itself.
+async fn instantiate(
+    engine: &wasmtime::Engine,
+    module: &Module,
+    count: usize,
+) -> anyhow::Result<InstantiateFigures> {
+    let mut linker = Linker::<()>::new(engine);
+    linker
+        .define_unknown_imports_as_traps(module)
+        .map_err(|e| anyhow::anyhow!("stubbing the imports: {e:?}"))?;
+    let pre = linker
+        .instantiate_pre(module)
+        .map_err(|e| anyhow::anyhow!("pre-instantiating: {e:?}"))?;
+    let mut times = Vec::with_capacity(count);
+    let mut drops = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut store = Store::new(engine, ());
+        store.set_epoch_deadline(u64::MAX / 2);
+        let t = Instant::now();
+        pre.instantiate_async(&mut store)
+            .await
+            .map_err(|e| anyhow::anyhow!("instantiating: {e:?}"))?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        drop(store);
+        drops.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(InstantiateFigures {
+        count,
+        p50_ms: stats::median(&times).unwrap_or_default(),
+        p99_ms: stats::percentile(&times, 99.0).unwrap_or_default(),
+        drop_p50_ms: stats::median(&drops).unwrap_or_default(),
+    })
+}

@@ -1,0 +1,365 @@
+//! The workloads, each one launch of controllers in one variant:
+//! - **ring** (with the **idle fleet** measured in the same launch): N controllers, controller
+//!   i copying namespace i to namespace i+1 (N+1 namespaces); after the warm-up cycles the
+//!   fleet is left alone for the settle time and its memory sampled (idle: every controller
+//!   has its own watch and one Ring, nothing changes), then the measured cycles: write nonce j
+//!   in namespace 0, wait until it arrives in namespace N;
+//! - **churn**: one controller, a burst of K Ring writes; copies per second until all K have
+//!   arrived.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures::{StreamExt as _, TryStreamExt as _};
+use kube::Client;
+use kube::api::{Api, DynamicObject};
+use serde::Serialize;
+
+use crate::audit::{self, Requests};
+use crate::cluster::{self, RECONCILED_AT, RING_NAME};
+use crate::fleet::{Fleet, HostMetrics, Link, Setup, Variant};
+use crate::memory::Sample;
+use crate::stats;
+
+/// How much of each workload to run.
+#[derive(Debug, Clone)]
+pub struct Params {
+    /// Ring cycles before measuring (the first also proves every controller is up).
+    pub warmup: u64,
+    /// Measured ring cycles.
+    pub cycles: u64,
+    /// How long the fleet is left alone before the idle memory is sampled.
+    pub settle: Duration,
+    /// Objects written in the churn burst.
+    pub churn_k: u64,
+    /// Writes in flight at once during the burst.
+    pub churn_parallel: usize,
+    /// How long the first cycle (all controllers starting) may take.
+    pub startup_timeout: Duration,
+    /// How long a later cycle, or the churn's convergence, may take.
+    pub cycle_timeout: Duration,
+}
+
+/// What the driver needs for a launch.
+pub struct Bench {
+    /// The driver's client.
+    pub client: Client,
+    /// Binaries and paths.
+    pub setup: Setup,
+    /// The apiserver's audit log.
+    pub audit_log: std::path::PathBuf,
+    /// Where launch logs go.
+    pub logs: std::path::PathBuf,
+    /// How much to run.
+    pub params: Params,
+}
+
+/// One launch of the ring workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct RingRun {
+    /// The variant.
+    pub variant: Variant,
+    /// Controllers.
+    pub n: usize,
+    /// Run index (pairs of variants share it).
+    pub run: usize,
+    /// From starting the processes to the end of the first ring cycle, in ms.
+    pub startup_ms: f64,
+    /// Memory after the settle time (median of 3 samples 1 s apart).
+    pub idle: Sample,
+    /// Memory sampled every second during the measured cycles: median.
+    pub load: Sample,
+    /// …and the largest sample.
+    pub load_max: Sample,
+    /// Ring latency of each measured cycle, in ms.
+    pub ring_ms: Vec<f64>,
+    /// Event→reconcile latency of each measured cycle (the write in namespace 0 until
+    /// controller 0's reconcile started), in ms.
+    pub reconcile_ms: Vec<f64>,
+    /// The controllers' upstream requests over the whole launch (audit log); `None` if the
+    /// log could not be read for that launch.
+    pub requests: Option<Requests>,
+    /// The host's metrics when idle (wasm variants).
+    pub host_idle: Option<HostMetrics>,
+    /// The host's metrics after the cycles (wasm variants).
+    pub host_end: Option<HostMetrics>,
+}
+
+/// One launch of the churn workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChurnRun {
+    /// The variant.
+    pub variant: Variant,
+    /// Run index.
+    pub run: usize,
+    /// Objects in the burst.
+    pub k: u64,
+    /// Writes in flight at once.
+    pub parallel: usize,
+    /// Time to write the burst (the driver's side), in ms.
+    pub write_ms: f64,
+    /// From the first write until every copy arrived, in ms.
+    pub converge_ms: f64,
+    /// Copies (reconciles that wrote) per second: K / converge time.
+    pub per_second: f64,
+    /// The controller's upstream requests over the launch; `None` if the log could not be
+    /// read for that launch.
+    pub requests: Option<Requests>,
+}
+
+fn links(prefix: &str, n: usize) -> Vec<Link> {
+    (0..n)
+        .map(|i| Link {
+            source: format!("{prefix}-{i}"),
+            target: format!("{prefix}-{}", i + 1),
+        })
+        .collect()
+}
+
+fn ms(micros: u64) -> f64 {
+    micros as f64 / 1000.0
+}
+
+fn median_sample(samples: &[Sample]) -> Sample {
+    let pss: Vec<f64> = samples.iter().map(|s| s.pss_kib as f64).collect();
+    let rss: Vec<f64> = samples.iter().map(|s| s.rss_kib as f64).collect();
+    Sample {
+        pss_kib: stats::median(&pss).unwrap_or_default() as u64,
+        rss_kib: stats::median(&rss).unwrap_or_default() as u64,
+    }
+}
+
+/// Samples `fleet`'s memory every second on a blocking thread until `stop` is set.
+fn sample_while(
+    pids: Vec<u32>,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<anyhow::Result<Vec<Sample>>> {
+    tokio::task::spawn_blocking(move || {
+        let mut samples = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            samples.push(crate::memory::of_processes(&pids)?);
+            for _ in 0..10 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Ok(samples)
+    })
+}
+
+impl Bench {
+    /// The controllers' requests between two marks of the audit log, or `None` (with a
+    /// warning) if they cannot be read: a figure that was not measured is not made up.
+    fn requests(&self, from: audit::Mark, to: audit::Mark) -> Option<Requests> {
+        match audit::requests_between(&self.audit_log, from, to) {
+            Ok(requests) => Some(requests),
+            Err(err) => {
+                eprintln!("bench: upstream requests not counted: {err:#}");
+                None
+            }
+        }
+    }
+
+    fn launch_dir(&self, name: &str) -> std::path::PathBuf {
+        self.logs.join(name)
+    }
+
+    /// Runs the ring workload (and the idle fleet) for `variant` with `n` controllers; `tag`
+    /// makes its namespaces unique.
+    ///
+    /// # Errors
+    /// If a controller dies, a cycle times out or the cluster refuses a request.
+    pub async fn ring(
+        &self,
+        variant: Variant,
+        n: usize,
+        run: usize,
+        tag: &str,
+    ) -> anyhow::Result<RingRun> {
+        let p = &self.params;
+        let links = links(tag, n);
+        for i in 0..=n {
+            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
+        }
+        let first = format!("{tag}-0");
+        let last = format!("{tag}-{n}");
+        let mut arrivals = cluster::watch_arrivals(&self.client, &last);
+        let audit_from = audit::mark(&self.audit_log)?;
+        let started = Instant::now();
+        let mut fleet = Fleet::start(&self.setup, variant, &links, &self.launch_dir(tag))?;
+
+        let mut nonce = 1;
+        cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;
+        cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.startup_timeout)
+            .await
+            .with_context(|| format!("{} N={n}: the first cycle", variant.label()))?;
+        let startup_ms = started.elapsed().as_secs_f64() * 1000.0;
+        fleet.check_alive()?;
+        for _ in 1..p.warmup {
+            nonce += 1;
+            cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;
+            cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
+        }
+
+        tokio::time::sleep(p.settle).await;
+        fleet.check_alive()?;
+        let mut idle_samples = Vec::new();
+        for i in 0..3 {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            idle_samples.push(fleet.memory()?);
+        }
+        let idle = median_sample(&idle_samples);
+        let host_idle = fleet.host_metrics()?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = sample_while(fleet.pids(), stop.clone());
+        let second = Api::<DynamicObject>::namespaced_with(
+            self.client.clone(),
+            &format!("{tag}-1"),
+            &cluster::ring_resource(),
+        );
+        let mut ring_ms = Vec::new();
+        let mut reconcile_ms = Vec::new();
+        let measured = async {
+            for _ in 0..p.cycles {
+                nonce += 1;
+                let t0 = cluster::now_micros();
+                cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;
+                let arrived =
+                    cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
+                ring_ms.push(ms(arrived.at_micros.saturating_sub(t0)));
+                let copy = second
+                    .get(RING_NAME)
+                    .await
+                    .context("reading the first copy")?;
+                let stamp = copy
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(RECONCILED_AT))
+                    .and_then(|v| v.parse::<u64>().ok());
+                if copy.data["spec"]["nonce"].as_u64() == Some(nonce)
+                    && let Some(stamp) = stamp
+                    && stamp >= t0
+                {
+                    reconcile_ms.push(ms(stamp - t0));
+                }
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        stop.store(true, Ordering::Relaxed);
+        let load_samples = sampler.await.context("the memory sampler")??;
+        measured?;
+        fleet.check_alive()?;
+        let host_end = fleet.host_metrics()?;
+        fleet.stop(Duration::from_secs(15))?;
+        let audit_to = audit::mark(&self.audit_log)?;
+        let requests = self.requests(audit_from, audit_to);
+        let load_max = load_samples
+            .iter()
+            .copied()
+            .max_by_key(|s| s.pss_kib)
+            .unwrap_or_default();
+        Ok(RingRun {
+            variant,
+            n,
+            run,
+            startup_ms,
+            idle,
+            load: median_sample(&load_samples),
+            load_max,
+            ring_ms,
+            reconcile_ms,
+            requests,
+            host_idle,
+            host_end,
+        })
+    }
+
+    /// Starts one module in the host and runs one ring cycle, so that the host's cache of
+    /// precompiled modules holds the ring controller before anything is measured (otherwise
+    /// the first wasm launch would compile it, and its memory and startup would show that).
+    ///
+    /// # Errors
+    /// If the cycle does not complete.
+    pub async fn prime(&self, tag: &str) -> anyhow::Result<()> {
+        let links = links(tag, 1);
+        for i in 0..=1 {
+            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
+        }
+        let mut arrivals = cluster::watch_arrivals(&self.client, &links[0].target);
+        let mut fleet = Fleet::start(&self.setup, Variant::Wasm, &links, &self.launch_dir(tag))?;
+        cluster::write_nonce(&self.client, &links[0].source, RING_NAME, 1).await?;
+        cluster::wait_for(&mut arrivals, RING_NAME, 1, self.params.startup_timeout)
+            .await
+            .context("priming the host's module cache")?;
+        fleet.check_alive()?;
+        fleet.stop(Duration::from_secs(15))
+    }
+
+    /// Runs the churn workload for `variant`: one controller, a burst of K writes.
+    ///
+    /// # Errors
+    /// If the controller dies, the copies do not all arrive in time or the cluster refuses.
+    pub async fn churn(&self, variant: Variant, run: usize, tag: &str) -> anyhow::Result<ChurnRun> {
+        let p = &self.params;
+        let links = links(tag, 1);
+        for i in 0..=1 {
+            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
+        }
+        let (source, target) = (links[0].source.clone(), links[0].target.clone());
+        let mut arrivals = cluster::watch_arrivals(&self.client, &target);
+        let audit_from = audit::mark(&self.audit_log)?;
+        let mut fleet = Fleet::start(&self.setup, variant, &links, &self.launch_dir(tag))?;
+        cluster::write_nonce(&self.client, &source, "warm", 1).await?;
+        cluster::wait_for(&mut arrivals, "warm", 1, p.startup_timeout).await?;
+        fleet.check_alive()?;
+
+        let names: HashMap<String, u64> =
+            (0..p.churn_k).map(|k| (format!("c-{k}"), k + 1)).collect();
+        let t0 = Instant::now();
+        let client = &self.client;
+        let source = source.as_str();
+        futures::stream::iter(names.iter())
+            .map(|(name, nonce)| cluster::write_nonce(client, source, name, *nonce))
+            .buffer_unordered(p.churn_parallel.max(1))
+            .try_collect::<Vec<()>>()
+            .await?;
+        let write_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        cluster::wait_for_all(&mut arrivals, names, p.cycle_timeout).await?;
+        let converge = t0.elapsed();
+        fleet.check_alive()?;
+        fleet.stop(Duration::from_secs(15))?;
+        let audit_to = audit::mark(&self.audit_log)?;
+        let requests = self.requests(audit_from, audit_to);
+        Ok(ChurnRun {
+            variant,
+            run,
+            k: p.churn_k,
+            parallel: p.churn_parallel.max(1),
+            write_ms,
+            converge_ms: converge.as_secs_f64() * 1000.0,
+            per_second: p.churn_k as f64 / converge.as_secs_f64(),
+            requests,
+        })
+    }
+}
+
+/// Whether `path` exists, for error messages about missing builds.
+pub fn require_file(path: &Path, what: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        path.is_file(),
+        "{what} {} does not exist (scripts/bench.sh builds it)",
+        path.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The benchmark command (not part of the test command): the same controller
+# (bench/ring-controller) natively with kube-rs 5.0 and as wasm modules in the host shim,
+# side by side against one real kube-apiserver started here, in one run. Writes
+# target/bench/report.md, report.json and PNG plots (BENCH_OUT to change the folder).
+#
+#   scripts/bench.sh [--quick] [kube-wasm-bench options…]   (scripts/bench.sh --help for them)
+#
+# Builds release binaries once: host-shim and the driver, the native ring controller (its own
+# feature resolution, as a user builds it), and the ring controller and the examples for
+# wasm32-wasip1. Provisions and starts the control plane exactly as scripts/test.sh does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+for arg in "$@"; do
+  if [[ $arg == -h || $arg == --help ]]; then
+    cargo run --quiet --release -p kube-wasm-bench -- --help
+    exit 0
+  fi
+done
+
+target=${CARGO_TARGET_DIR:-$PWD/target}
+out=${BENCH_OUT:-$PWD/target/bench}
+examples=(configmap-mirror configmap-generator finalizer-controller store-reader multi-watch)
+
+step "toolchain: wasm32-wasip1 target"
+rustup target add wasm32-wasip1
+
+step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached)"
+scripts/control-plane.sh provision >/dev/null
+
+step "release builds: host shim and driver; native ring controller; wasm32-wasip1 modules"
+cargo build --release -p host-shim -p kube-wasm-bench
+cargo build --release -p ring-controller
+wasm_pkgs=(-p ring-controller)
+for example in "${examples[@]}"; do wasm_pkgs+=(-p "$example"); done
+cargo build --release --target wasm32-wasip1 "${wasm_pkgs[@]}"
+
+step "start a control plane"
+cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-bench-cp.XXXXXX")
+trap 'scripts/control-plane.sh stop "$cp_dir" || true' EXIT
+scripts/control-plane.sh start "$cp_dir" >/dev/null
+set -a
+# shellcheck disable=SC1091
+. "$cp_dir/env"
+set +a
+
+step "benchmark (report in $out)"
+example_args=()
+for example in "${examples[@]}"; do
+  example_args+=(--example-wasm "$target/wasm32-wasip1/release/$example.wasm")
+done
+"$target/release/kube-wasm-bench" \
+  --kubeconfig "$KUBECONFIG" \
+  --audit-log "$AUDIT_LOG" \
+  --host-shim "$target/release/host-shim" \
+  --ring-native "$target/release/ring-controller" \
+  --ring-wasm "$target/wasm32-wasip1/release/ring-controller.wasm" \
+  "${example_args[@]}" \
+  --out "$out" \
+  "$@"
