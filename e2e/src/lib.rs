@@ -12,10 +12,11 @@
 //! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`].
 
 pub mod manifest;
+pub mod metrics;
 pub mod state;
 
 use anyhow::{Context, bail};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use kube::{Api, Client};
@@ -379,5 +380,24 @@ where
             "timed out after {timeout:?} waiting for {what}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A ConfigMap `name` with these labels and data.
+pub fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
+    let map = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(map(labels)),
+            ..ObjectMeta::default()
+        },
+        data: Some(map(data)),
+        ..ConfigMap::default()
     }
 }

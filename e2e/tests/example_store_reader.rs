@@ -6,11 +6,11 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::api::{ApiResource, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{ApiResource, DeleteParams, Patch, PatchParams, PostParams};
 use kube_wasm_e2e::state::{assert_same_state, namespace_state};
 use kube_wasm_e2e::{
-    HostShim, Program, client, eventually, fresh_namespace, kubeconfig_for, restart_apiserver,
-    scratch_dir, until_answered,
+    HostShim, Program, client, config_map, eventually, fresh_namespace, kubeconfig_for,
+    restart_apiserver, scratch_dir, until_answered,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -25,24 +25,6 @@ struct Run {
     name: &'static str,
     ns: String,
     cms: Api<ConfigMap>,
-}
-
-fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
-    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(map(labels)),
-            ..ObjectMeta::default()
-        },
-        data: Some(map(data)),
-        ..ConfigMap::default()
-    }
 }
 
 async fn create(runs: &[Run], cm: &ConfigMap) {

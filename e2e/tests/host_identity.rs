@@ -8,6 +8,7 @@ use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
+use kube_wasm_e2e::metrics::{free_local_addr, scrape};
 use kube_wasm_e2e::{
     audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
 };
@@ -244,23 +245,4 @@ async fn denied_requests_are_403_values_and_modules_act_as_their_service_account
     for (resource, request) in acting_requests() {
         assert_eq!(request.user, "kube-wasm-admin", "{resource} {request:?}");
     }
-}
-
-/// A free loopback address (bound and released at once).
-fn free_local_addr() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").to_string()
-}
-
-/// `GET /metrics` from the host's metrics endpoint.
-fn scrape(addr: &str) -> String {
-    use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint listens");
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .expect("request sent");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("response read");
-    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
-    response
 }

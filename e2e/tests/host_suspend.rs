@@ -9,11 +9,12 @@
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt,
-};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, ResourceExt};
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
-use kube_wasm_e2e::{client, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
+use kube_wasm_e2e::metrics::{free_local_addr, scrape};
+use kube_wasm_e2e::{
+    client, config_map, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
+};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -61,25 +62,6 @@ async fn install_crd(client: &Client) {
     .await;
 }
 
-/// A free loopback address (bound and released at once).
-fn free_local_addr() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").to_string()
-}
-
-/// `GET /metrics` from the host's metrics endpoint.
-fn scrape(addr: &str) -> String {
-    use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint listens");
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .expect("request sent");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("response read");
-    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
-    response
-}
-
 /// The value of `metric{module="name"}`, 0 if absent.
 fn value(text: &str, metric: &str, module: &str) -> f64 {
     let prefix = format!("{metric}{{module=\"{module}\"}} ");
@@ -120,24 +102,6 @@ async fn wait_generated(
         (cm.data.clone().unwrap_or_default() == want).then_some(())
     })
     .await;
-}
-
-fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
-    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(map(labels)),
-            ..ObjectMeta::default()
-        },
-        data: Some(map(data)),
-        ..ConfigMap::default()
-    }
 }
 
 /// Waits until the store-reader's summary holds `want`.
