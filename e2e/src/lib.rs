@@ -17,6 +17,7 @@ pub mod state;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use kube::{Api, Client};
@@ -400,4 +401,23 @@ pub fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) ->
         data: Some(map(data)),
         ..ConfigMap::default()
     }
+}
+
+/// Waits up to `timeout` until the CustomResourceDefinition `name` reports the condition
+/// `Established=True` (its API is served from then on).
+pub async fn wait_crd_established(
+    crds: &Api<CustomResourceDefinition>,
+    name: &str,
+    timeout: Duration,
+) {
+    eventually(timeout, &format!("CRD {name} established"), || async {
+        let crd = crds.get(name).await.ok()?;
+        let established = crd
+            .status?
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        established.then_some(())
+    })
+    .await;
 }

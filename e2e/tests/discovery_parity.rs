@@ -6,7 +6,8 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use kube_wasm_e2e::{
-    HostShim, client, eventually, fresh_namespace, kubeconfig_for, run_native_to_end, scratch_dir,
+    HostShim, client, fresh_namespace, kubeconfig_for, run_native_to_end, scratch_dir,
+    wait_crd_established,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -52,16 +53,7 @@ async fn create_crd(client: &kube::Client) -> String {
         .await
         .expect("CRD created");
     let name = format!("widgets.{group}");
-    eventually(Duration::from_secs(30), "the CRD established", || async {
-        let crd = crds.get(&name).await.ok()?;
-        let established = crd
-            .status?
-            .conditions?
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        established.then_some(())
-    })
-    .await;
+    wait_crd_established(&crds, &name, Duration::from_secs(30)).await;
     group
 }
 

@@ -12,7 +12,7 @@ use kube::{Client, Resource};
 use kube_wasm_e2e::state::{assert_same_state, namespace_state};
 use kube_wasm_e2e::{
     HostShim, Program, client, env_path, eventually, fresh_namespace, kubeconfig_for,
-    restart_apiserver, scratch_dir,
+    restart_apiserver, scratch_dir, wait_crd_established,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -60,16 +60,7 @@ async fn install_crd(client: &Client, crd: &CustomResourceDefinition) {
         }
         Err(e) => panic!("creating the CRD: {e}"),
     }
-    eventually(WAIT, "the CRD established", || async {
-        let crd = crds.get(&name).await.ok()?;
-        let established = crd
-            .status?
-            .conditions?
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        established.then_some(())
-    })
-    .await;
+    wait_crd_established(&crds, &name, WAIT).await;
 }
 
 /// One build of the example, in its own namespace.

@@ -14,6 +14,7 @@ use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
 use kube_wasm_e2e::{
     client, config_map, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
+    wait_crd_established,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -50,16 +51,7 @@ async fn install_crd(client: &Client) {
     )
     .await
     .expect("CRD applied");
-    eventually(WAIT, "the CRD established", || async {
-        let crd = crds.get(&name).await.ok()?;
-        let established = crd
-            .status?
-            .conditions?
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        established.then_some(())
-    })
-    .await;
+    wait_crd_established(&crds, &name, WAIT).await;
 }
 
 /// The value of `metric{module="name"}`, 0 if absent.

@@ -3,7 +3,7 @@
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams, ResourceExt};
 use kube::{Client, CustomResourceExt};
-use kube_wasm_e2e::eventually;
+use kube_wasm_e2e::wait_crd_established;
 use parity_scenarios::types::{Gate, Team, Widget};
 use std::time::Duration;
 
@@ -34,19 +34,6 @@ pub async fn install(client: &Client) {
             }
             Err(e) => panic!("creating CRD {name}: {e}"),
         }
-        eventually(
-            Duration::from_secs(60),
-            &format!("CRD {name} established"),
-            || async {
-                let crd = api.get(&name).await.ok()?;
-                let established = crd
-                    .status?
-                    .conditions?
-                    .iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True");
-                established.then_some(())
-            },
-        )
-        .await;
+        wait_crd_established(&api, &name, Duration::from_secs(60)).await;
     }
 }
