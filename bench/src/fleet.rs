@@ -85,6 +85,8 @@ pub struct Link {
     pub source: String,
     /// The namespace it writes.
     pub target: String,
+    /// MiB of memory it allocates and holds (`RING_BALLAST_MIB`; 0 for none).
+    pub ballast_mib: u64,
 }
 
 /// The running controllers of one launch. Dropping it kills them.
@@ -124,9 +126,17 @@ pub fn manifest(setup: &Setup, variant: Variant, links: &[Link], metrics: Socket
             quote(&setup.ring_wasm.to_string_lossy())
         );
         let _ = writeln!(text, "    namespace: {}", quote(&link.source));
+        let ballast = if link.ballast_mib > 0 {
+            format!(
+                ", RING_BALLAST_MIB: {}",
+                quote(&link.ballast_mib.to_string())
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             text,
-            "    env: {{RING_SOURCE: {}, RING_TARGET: {}}}",
+            "    env: {{RING_SOURCE: {}, RING_TARGET: {}{ballast}}}",
             quote(&link.source),
             quote(&link.target)
         );
@@ -160,6 +170,7 @@ impl Fleet {
                     .env("KUBECONFIG", &setup.kubeconfig)
                     .env("RING_SOURCE", &link.source)
                     .env("RING_TARGET", &link.target)
+                    .env("RING_BALLAST_MIB", link.ballast_mib.to_string())
                     .stdin(Stdio::null())
                     .stdout(log_file(dir, &format!("ring-{i}.out"))?)
                     .stderr(log_file(dir, &format!("ring-{i}.err"))?)
@@ -309,6 +320,10 @@ pub struct HostMetrics {
     pub resumes: u64,
     /// Their total time, in seconds (`…_sum`).
     pub resume_seconds: f64,
+    /// Suspends to disk so far (`kube_wasm_module_suspend_duration_seconds_count`).
+    pub suspends: u64,
+    /// Their total time, in seconds (`…_sum`).
+    pub suspend_seconds: f64,
     /// Snapshot files' total size, in bytes (`kube_wasm_module_snapshot_bytes`).
     pub snapshot_bytes: u64,
 }
@@ -338,6 +353,8 @@ impl HostMetrics {
                 }
                 "kube_wasm_module_resume_duration_seconds_count" => m.resumes += whole,
                 "kube_wasm_module_resume_duration_seconds_sum" => m.resume_seconds += value,
+                "kube_wasm_module_suspend_duration_seconds_count" => m.suspends += whole,
+                "kube_wasm_module_suspend_duration_seconds_sum" => m.suspend_seconds += value,
                 "kube_wasm_module_snapshot_bytes" => m.snapshot_bytes += whole,
                 _ => {}
             }
@@ -359,6 +376,7 @@ pub fn suspend_unsupported(setup: &Setup, dir: &Path) -> anyhow::Result<Option<S
     let links = [Link {
         source: "probe".into(),
         target: "probe-next".into(),
+        ballast_mib: 0,
     }];
     let addr: SocketAddr = "127.0.0.1:1".parse()?;
     let path = dir.join("suspend-probe.yaml");
@@ -400,14 +418,25 @@ mod tests {
             module_cache: "/c".into(),
             suspend_idle_after: "2s".into(),
         };
-        let links = [Link {
-            source: "a-0".into(),
-            target: "a-1".into(),
-        }];
+        let links = [
+            Link {
+                source: "a-0".into(),
+                target: "a-1".into(),
+                ballast_mib: 0,
+            },
+            Link {
+                source: "a-1".into(),
+                target: "a-2".into(),
+                ballast_mib: 8,
+            },
+        ];
         let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
         let shared = manifest(&setup, Variant::Wasm, &links, addr);
         assert!(shared.contains("sharedWatches: true"), "{shared}");
-        assert!(shared.contains("env: {RING_SOURCE: \"a-0\", RING_TARGET: \"a-1\"}"));
+        assert!(shared.contains("env: {RING_SOURCE: \"a-0\", RING_TARGET: \"a-1\"}\n"));
+        assert!(shared.contains(
+            "env: {RING_SOURCE: \"a-1\", RING_TARGET: \"a-2\", RING_BALLAST_MIB: \"8\"}\n"
+        ));
         assert!(!shared.contains("suspend"));
         let unshared = manifest(&setup, Variant::WasmUnshared, &links, addr);
         assert!(unshared.contains("sharedWatches: false"));
@@ -429,6 +458,8 @@ mod tests {
             kube_wasm_module_state{module=\"ring-1\",state=\"suspended\"} 0\n\
             kube_wasm_module_resume_duration_seconds_sum{module=\"ring-0\"} 0.004\n\
             kube_wasm_module_resume_duration_seconds_count{module=\"ring-0\"} 2\n\
+            kube_wasm_module_suspend_duration_seconds_sum{module=\"ring-0\"} 0.006\n\
+            kube_wasm_module_suspend_duration_seconds_count{module=\"ring-0\"} 3\n\
             # EOF\n";
         let m = HostMetrics::parse(text);
         assert_eq!(m.modules, 2);
@@ -436,5 +467,7 @@ mod tests {
         assert_eq!((m.upstream_watches, m.shared_watches), (3, 2));
         assert_eq!((m.suspended_modules, m.resumes), (1, 2));
         assert!((m.resume_seconds - 0.004).abs() < 1e-12);
+        assert_eq!(m.suspends, 3);
+        assert!((m.suspend_seconds - 0.006).abs() < 1e-12);
     }
 }

@@ -89,8 +89,19 @@ struct Cli {
     /// Skip the churn workload.
     #[arg(long)]
     no_churn: bool,
+    /// Ballast sizes of the resume curve, in MiB of memory the suspended module holds on top
+    /// of its own (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2,4,8,16,32,64")]
+    resume_mib: Vec<u64>,
+    /// Resumes from disk timed per size of the resume curve.
+    #[arg(long, default_value_t = 5)]
+    resumes: usize,
+    /// Skip the resume curve (it runs only with the wasm-suspend variant).
+    #[arg(long)]
+    no_resume_curve: bool,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
-    /// instantiations (replacing those options).
+    /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each (replacing those
+    /// options).
     #[arg(long)]
     quick: bool,
 }
@@ -131,6 +142,8 @@ async fn main() -> anyhow::Result<()> {
         cli.churn_k = 50;
         cli.settle_secs = 3;
         cli.instantiations = 50;
+        cli.resume_mib = vec![0, 4, 16];
+        cli.resumes = 2;
     }
     require_file(&cli.host_shim, "the host shim")?;
     require_file(&cli.ring_native, "the native ring controller")?;
@@ -268,6 +281,18 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
+    let mut resume = Vec::new();
+    if variants.contains(&Variant::WasmSuspend) && !cli.no_resume_curve {
+        launch += 1;
+        resume = bench
+            .resume_curve(
+                &cli.resume_mib,
+                cli.resumes.max(1),
+                &format!("b{stamp}-{launch}"),
+            )
+            .await?;
+    }
+
     let report = Report::new(Measured {
         context,
         variants,
@@ -275,6 +300,7 @@ async fn main() -> anyhow::Result<()> {
         ns: cli.n.clone(),
         ring,
         churn,
+        resume,
         statics: Some(statics),
     });
     for file in report.write(&out)? {

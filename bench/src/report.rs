@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::fleet::Variant;
 use crate::statics::Statics;
 use crate::stats::{self, Summary, pairwise_differences, pairwise_ratios};
-use crate::workloads::{ChurnRun, RingRun};
+use crate::workloads::{ChurnRun, ResumePoint, RingRun};
 
 /// A variant that was asked for but could not run, and why.
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +39,8 @@ pub struct Measured {
     pub ring: Vec<RingRun>,
     /// Churn launches.
     pub churn: Vec<ChurnRun>,
+    /// The resume curve, by linear-memory size (empty when it did not run).
+    pub resume: Vec<ResumePoint>,
     /// Figures without a cluster.
     pub statics: Option<Statics>,
 }
@@ -333,7 +335,10 @@ impl Report {
     }
 }
 
+/// KiB per MiB (memory figures are kept in KiB).
 const MIB: f64 = 1024.0;
+/// Bytes per MiB.
+const MIB_BYTES: f64 = 1024.0 * 1024.0;
 
 fn verdict(holds: Option<bool>) -> &'static str {
     match holds {
@@ -364,6 +369,77 @@ fn fmt_pct(s: Option<&Summary>) -> String {
         }
         Some(s) => format!("{:.1} %", s.median * 100.0),
         None => "–".into(),
+    }
+}
+
+/// The bytes of "2 MB" in the resume goal.
+const TWO_MB: f64 = 2_000_000.0;
+
+/// Resume at 2 MB: judged at the smallest size of the resume curve with at least 2 MB of
+/// linear memory (resume time grows with memory, so this errs against us); without a curve,
+/// from the resumes of the ring's wasm-suspend launches (at whatever memory they had);
+/// `not_run` says why neither exists.
+fn resume_goal(m: &Measured, not_run: String) -> Goal {
+    let goal = "resume from disk at 2 MB of linear memory".to_string();
+    let target = "≤ 5 ms".to_string();
+    if !m.resume.is_empty() {
+        let at_2mb = m
+            .resume
+            .iter()
+            .filter(|p| p.linear_memory_bytes as f64 >= TWO_MB)
+            .min_by_key(|p| p.linear_memory_bytes);
+        return match at_2mb.and_then(|p| Some((p, stats::median(&p.resume_ms)?))) {
+            Some((p, ms)) => Goal {
+                goal,
+                target,
+                measured: format!(
+                    "resume p50 {ms:.2} ms at {:.2} MiB of linear memory ({:.2} MiB snapshot; the curve's smallest size ≥ 2 MB)",
+                    p.linear_memory_bytes as f64 / MIB_BYTES,
+                    p.snapshot_bytes as f64 / MIB_BYTES
+                ),
+                holds: Some(ms <= 5.0),
+            },
+            None => Goal {
+                goal,
+                target,
+                measured: "not measured: no size of the resume curve reached 2 MB".into(),
+                holds: None,
+            },
+        };
+    }
+    let resumes: Vec<(f64, f64)> = m
+        .ring
+        .iter()
+        .filter(|r| r.variant == Variant::WasmSuspend)
+        .filter_map(|r| {
+            let h = r.host_end.as_ref()?;
+            (h.resumes > 0 && h.modules > 0).then(|| {
+                (
+                    h.resume_seconds * 1000.0 / h.resumes as f64,
+                    h.linear_memory_bytes as f64 / h.modules as f64,
+                )
+            })
+        })
+        .collect();
+    if resumes.is_empty() {
+        return Goal {
+            goal,
+            target,
+            measured: not_run,
+            holds: None,
+        };
+    }
+    let ms: Vec<f64> = resumes.iter().map(|x| x.0).collect();
+    let bytes: Vec<f64> = resumes.iter().map(|x| x.1).collect();
+    let med = stats::median(&ms).unwrap_or_default();
+    Goal {
+        goal,
+        target,
+        measured: format!(
+            "mean resume {med:.2} ms at {:.2} MiB linear memory per module (ring launches; the resume curve did not run)",
+            stats::median(&bytes).unwrap_or_default() / MIB_BYTES
+        ),
+        holds: Some(med <= 5.0),
     }
 }
 
@@ -544,41 +620,7 @@ fn goals(r: &Report) -> Vec<Goal> {
             holds: None,
         },
     });
-    let resumes: Vec<(f64, f64)> = m
-        .ring
-        .iter()
-        .filter(|r| r.variant == Variant::WasmSuspend)
-        .filter_map(|r| {
-            let h = r.host_end.as_ref()?;
-            (h.resumes > 0 && h.modules > 0).then(|| {
-                (
-                    h.resume_seconds * 1000.0 / h.resumes as f64,
-                    h.linear_memory_bytes as f64 / h.modules as f64,
-                )
-            })
-        })
-        .collect();
-    goals.push(if resumes.is_empty() {
-        Goal {
-            goal: "resume from disk at 2 MB of linear memory".into(),
-            target: "≤ 5 ms".into(),
-            measured: not_run(Variant::WasmSuspend),
-            holds: None,
-        }
-    } else {
-        let ms: Vec<f64> = resumes.iter().map(|x| x.0).collect();
-        let bytes: Vec<f64> = resumes.iter().map(|x| x.1).collect();
-        let med = stats::median(&ms).unwrap_or_default();
-        Goal {
-            goal: "resume from disk".into(),
-            target: "≤ 5 ms at 2 MB".into(),
-            measured: format!(
-                "mean resume {med:.2} ms at {:.2} MiB linear memory per module (median over launches; not at exactly 2 MB)",
-                stats::median(&bytes).unwrap_or_default() / (1024.0 * 1024.0)
-            ),
-            holds: Some(med <= 5.0),
-        }
-    });
+    goals.push(resume_goal(m, not_run(Variant::WasmSuspend)));
     goals.push(match &m.statics {
         Some(s) if !s.wasm.is_empty() => {
             let largest = s
@@ -830,7 +872,31 @@ impl Report {
                 );
             }
         }
-        let resume = m
+        s.push_str("\n## Resume from disk vs linear memory size\n\n");
+        if m.resume.is_empty() {
+            let _ = writeln!(
+                s,
+                "The resume curve did not run: {}",
+                self.unavailable(Variant::WasmSuspend)
+                    .unwrap_or("it needs the wasm-suspend variant (and no --no-resume-curve)")
+            );
+        } else {
+            s.push_str("One ring-controller module holding `RING_BALLAST_MIB` of written memory, suspended after `idleAfter` and woken by a Ring write, again and again; times are the host's own (`kube_wasm_module_{suspend,resume}_duration_seconds`).\n\n| ballast, MiB | linear memory, MiB | snapshot, MiB | suspend p50, ms | resume p50, ms | resume max, ms | resumes |\n|---|---|---|---|---|---|---|\n");
+            for p in &m.resume {
+                let _ = writeln!(
+                    s,
+                    "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+                    p.ballast_mib,
+                    p.linear_memory_bytes as f64 / MIB_BYTES,
+                    p.snapshot_bytes as f64 / MIB_BYTES,
+                    stats::median(&p.suspend_ms).unwrap_or(f64::NAN),
+                    stats::median(&p.resume_ms).unwrap_or(f64::NAN),
+                    p.resume_ms.iter().copied().fold(f64::NAN, f64::max),
+                    p.resume_ms.len()
+                );
+            }
+        }
+        let ring_resumes = m
             .ring
             .iter()
             .filter_map(|r| {
@@ -840,17 +906,9 @@ impl Report {
                     .map(|h| (r.n, h))
             })
             .collect::<Vec<_>>();
-        s.push_str("\n## Resume from disk vs linear memory size\n\n");
-        if resume.is_empty() {
-            let _ = writeln!(
-                s,
-                "Not available: {}",
-                self.unavailable(Variant::WasmSuspend)
-                    .unwrap_or("no resume was measured")
-            );
-        } else {
-            s.push_str("| N | linear memory per module, KiB | resumes | mean resume, ms |\n|---|---|---|---|\n");
-            for (n, h) in resume {
+        if !ring_resumes.is_empty() {
+            s.push_str("\nResumes during the ring launches of wasm-suspend (modules woken by the ring's own writes):\n\n| N | linear memory per module, KiB | resumes | mean resume, ms |\n|---|---|---|---|\n");
+            for (n, h) in ring_resumes {
                 let _ = writeln!(
                     s,
                     "| {n} | {:.0} | {} | {:.2} |",
@@ -925,15 +983,45 @@ impl Report {
                 dashed = series(&|c| Some(c.reconcile_p99_ms.as_ref()?.median));
             }
             let path = dir.join(file);
-            line_chart(&path, title, unit, &lines, &dashed)
+            line_chart(&path, title, "N (controllers)", unit, &lines, &dashed)
                 .map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
+            files.push(path);
+        }
+        if !self.measured.resume.is_empty() {
+            let curve = |f: &dyn Fn(&ResumePoint) -> Option<f64>| -> Vec<(f64, f64)> {
+                self.measured
+                    .resume
+                    .iter()
+                    .filter_map(|p| Some((p.linear_memory_bytes as f64 / MIB_BYTES, f(p)?)))
+                    .collect()
+            };
+            let lines = vec![
+                (
+                    "resume p50".to_string(),
+                    curve(&|p| stats::median(&p.resume_ms)),
+                ),
+                (
+                    "suspend p50".to_string(),
+                    curve(&|p| stats::median(&p.suspend_ms)),
+                ),
+            ];
+            let path = dir.join("resume_curve.png");
+            line_chart(
+                &path,
+                "Suspend to / resume from disk vs linear memory",
+                "linear memory (MiB)",
+                "ms",
+                &lines,
+                &[],
+            )
+            .map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
             files.push(path);
         }
         Ok(files)
     }
 }
 
-/// One plotted line: its label and its (N, value) points.
+/// One plotted line: its label and its (x, value) points (x: N, or MiB for the resume curve).
 type Line = (String, Vec<(f64, f64)>);
 
 const COLOURS: [RGBColor; 4] = [
@@ -946,6 +1034,7 @@ const COLOURS: [RGBColor; 4] = [
 fn line_chart(
     path: &Path,
     title: &str,
+    x_desc: &str,
     unit: &str,
     lines: &[Line],
     dashed: &[Line],
@@ -966,11 +1055,7 @@ fn line_chart(
         .x_label_area_size(40)
         .y_label_area_size(64)
         .build_cartesian_2d(0f64..x_max * 1.05, 0f64..y_max)?;
-    chart
-        .configure_mesh()
-        .x_desc("N (controllers)")
-        .y_desc(unit)
-        .draw()?;
+    chart.configure_mesh().x_desc(x_desc).y_desc(unit).draw()?;
     for (i, (label, points)) in lines.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         chart
@@ -1001,4 +1086,65 @@ fn line_chart(
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(mib: u64, linear_mib: f64, resume_ms: &[f64]) -> ResumePoint {
+        ResumePoint {
+            ballast_mib: mib,
+            linear_memory_bytes: (linear_mib * MIB_BYTES) as u64,
+            snapshot_bytes: (linear_mib * MIB_BYTES / 2.0) as u64,
+            suspend_ms: vec![1.0],
+            resume_ms: resume_ms.to_vec(),
+        }
+    }
+
+    fn measured(resume: Vec<ResumePoint>) -> Measured {
+        Measured {
+            context: Vec::new(),
+            variants: vec![Variant::WasmSuspend],
+            unavailable: Vec::new(),
+            ns: Vec::new(),
+            ring: Vec::new(),
+            churn: Vec::new(),
+            resume,
+            statics: None,
+        }
+    }
+
+    #[test]
+    fn resume_goal_is_judged_at_the_smallest_size_of_at_least_2_mb() {
+        // 1.2 MiB is below 2 MB, 2.2 MiB is the one to judge, 9.2 MiB is larger.
+        let holds = resume_goal(
+            &measured(vec![
+                point(0, 1.2, &[0.5]),
+                point(8, 9.2, &[9.0, 9.5, 10.0]),
+                point(1, 2.2, &[1.0, 2.0, 7.0]),
+            ]),
+            String::new(),
+        );
+        assert_eq!(holds.holds, Some(true), "{}", holds.measured);
+        assert!(
+            holds.measured.contains("p50 2.00 ms at 2.20 MiB"),
+            "{}",
+            holds.measured
+        );
+
+        let fails = resume_goal(
+            &measured(vec![point(1, 2.2, &[6.0, 5.5, 7.0])]),
+            String::new(),
+        );
+        assert_eq!(fails.holds, Some(false), "{}", fails.measured);
+
+        let unmeasured = resume_goal(&measured(vec![point(0, 1.2, &[0.5])]), String::new());
+        assert_eq!(unmeasured.holds, None, "{}", unmeasured.measured);
+        let none = resume_goal(&measured(Vec::new()), "not available: x".into());
+        assert_eq!(
+            (none.holds, none.measured.as_str()),
+            (None, "not available: x")
+        );
+    }
 }

@@ -5,7 +5,10 @@
 //!   has its own watch and one Ring, nothing changes), then the measured cycles: write nonce j
 //!   in namespace 0, wait until it arrives in namespace N;
 //! - **churn**: one controller, a burst of K Ring writes; copies per second until all K have
-//!   arrived.
+//!   arrived;
+//! - **resume curve**: one suspended module per linear-memory size (the ring controller
+//!   holding `RING_BALLAST_MIB` of written memory), woken by a Ring write again and again;
+//!   the host's own suspend and resume times per size.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -89,6 +92,23 @@ pub struct RingRun {
     pub host_end: Option<HostMetrics>,
 }
 
+/// One linear-memory size of the resume curve: one module in the host, suspended and woken
+/// repeatedly.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResumePoint {
+    /// Memory the module allocated and wrote on top of its own (`RING_BALLAST_MIB`), in MiB.
+    pub ballast_mib: u64,
+    /// Its linear memory while resident (the host's `kube_wasm_module_memory_bytes`), in
+    /// bytes.
+    pub linear_memory_bytes: u64,
+    /// Its snapshot file while suspended (`kube_wasm_module_snapshot_bytes`), in bytes.
+    pub snapshot_bytes: u64,
+    /// Each suspend to disk (snapshot written, instance released), in ms.
+    pub suspend_ms: Vec<f64>,
+    /// Each resume from disk (waking completion to restored instance), in ms.
+    pub resume_ms: Vec<f64>,
+}
+
 /// One launch of the churn workload.
 #[derive(Debug, Clone, Serialize)]
 pub struct ChurnRun {
@@ -116,6 +136,7 @@ fn links(prefix: &str, n: usize) -> Vec<Link> {
         .map(|i| Link {
             source: format!("{prefix}-{i}"),
             target: format!("{prefix}-{}", i + 1),
+            ballast_mib: 0,
         })
         .collect()
 }
@@ -351,6 +372,136 @@ impl Bench {
             per_second: p.churn_k as f64 / converge.as_secs_f64(),
             requests,
         })
+    }
+}
+
+impl Bench {
+    /// Runs the resume curve: for each size in `ballast_mib`, one ring-controller module
+    /// holding that many MiB of written memory, suspended (`idleAfter` of the setup) and woken
+    /// by a Ring write `resumes` times; `tag` makes its namespaces unique.
+    ///
+    /// Each wake comes after the module has been suspended for at least `idleAfter`, so the
+    /// host's hysteresis never stretches its idle threshold and every cycle is alike.
+    ///
+    /// # Errors
+    /// If the module does not suspend or wake in time, or the host's metrics do not answer.
+    pub async fn resume_curve(
+        &self,
+        ballast_mib: &[u64],
+        resumes: usize,
+        tag: &str,
+    ) -> anyhow::Result<Vec<ResumePoint>> {
+        let idle_after = host_shim::units::parse_duration(&self.setup.suspend_idle_after)
+            .map_err(|e| anyhow::anyhow!("the suspend idleAfter: {e}"))?;
+        let mut points = Vec::with_capacity(ballast_mib.len());
+        for &mib in ballast_mib {
+            let tag = format!("{tag}-m{mib}");
+            eprintln!("bench: resume curve, {mib} MiB ballast (namespaces {tag}-*)");
+            let point = self
+                .resume_point(mib, resumes, idle_after, &tag)
+                .await
+                .with_context(|| {
+                    format!(
+                        "resume curve at {mib} MiB (logs in {})",
+                        self.launch_dir(&tag).display()
+                    )
+                })?;
+            eprintln!(
+                "bench:   {:.2} MiB linear memory, snapshot {:.2} MiB: resume p50 {:.2} ms, suspend p50 {:.2} ms",
+                point.linear_memory_bytes as f64 / f64::from(1 << 20),
+                point.snapshot_bytes as f64 / f64::from(1 << 20),
+                stats::median(&point.resume_ms).unwrap_or(f64::NAN),
+                stats::median(&point.suspend_ms).unwrap_or(f64::NAN),
+            );
+            points.push(point);
+        }
+        Ok(points)
+    }
+
+    async fn resume_point(
+        &self,
+        ballast_mib: u64,
+        resumes: usize,
+        idle_after: Duration,
+        tag: &str,
+    ) -> anyhow::Result<ResumePoint> {
+        let p = &self.params;
+        let mut links = links(tag, 1);
+        links[0].ballast_mib = ballast_mib;
+        for i in 0..=1 {
+            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
+        }
+        let (source, target) = (links[0].source.clone(), links[0].target.clone());
+        let mut arrivals = cluster::watch_arrivals(&self.client, &target);
+        let mut fleet = Fleet::start(
+            &self.setup,
+            Variant::WasmSuspend,
+            &links,
+            &self.launch_dir(tag),
+        )?;
+        let mut nonce = 1;
+        cluster::write_nonce(&self.client, &source, RING_NAME, nonce).await?;
+        cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.startup_timeout).await?;
+        let mut point = ResumePoint {
+            ballast_mib,
+            linear_memory_bytes: 0,
+            snapshot_bytes: 0,
+            suspend_ms: Vec::new(),
+            resume_ms: Vec::new(),
+        };
+        let mut before = host_metrics(&fleet)?;
+        point.linear_memory_bytes = before.linear_memory_bytes;
+        for _ in 0..resumes {
+            let suspended = wait_until_suspended(&mut fleet, idle_after * 4 + p.settle).await?;
+            point.suspend_ms.push(mean_ms(
+                suspended.suspend_seconds - before.suspend_seconds,
+                suspended.suspends - before.suspends,
+            )?);
+            point.snapshot_bytes = point.snapshot_bytes.max(suspended.snapshot_bytes);
+            tokio::time::sleep(idle_after + Duration::from_millis(200)).await;
+            nonce += 1;
+            cluster::write_nonce(&self.client, &source, RING_NAME, nonce).await?;
+            cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
+            let woken = host_metrics(&fleet)?;
+            point.resume_ms.push(mean_ms(
+                woken.resume_seconds - suspended.resume_seconds,
+                woken.resumes - suspended.resumes,
+            )?);
+            point.linear_memory_bytes = point.linear_memory_bytes.max(woken.linear_memory_bytes);
+            before = woken;
+        }
+        fleet.check_alive()?;
+        fleet.stop(Duration::from_secs(15))?;
+        Ok(point)
+    }
+}
+
+fn host_metrics(fleet: &Fleet) -> anyhow::Result<HostMetrics> {
+    fleet
+        .host_metrics()?
+        .context("the host's metrics endpoint is not configured")
+}
+
+/// The mean of `count` timings summing to `seconds`, in ms; `count` must be at least 1.
+fn mean_ms(seconds: f64, count: u64) -> anyhow::Result<f64> {
+    anyhow::ensure!(count > 0, "the host counted no suspend or resume");
+    Ok(seconds * 1000.0 / count as f64)
+}
+
+/// Polls the host's metrics until its module is suspended (within `timeout`).
+async fn wait_until_suspended(fleet: &mut Fleet, timeout: Duration) -> anyhow::Result<HostMetrics> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        fleet.check_alive()?;
+        let m = host_metrics(fleet)?;
+        if m.suspended_modules > 0 {
+            return Ok(m);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the module was not suspended within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 

@@ -10,7 +10,9 @@
 //!
 //! Configuration, from the environment:
 //! - `RING_SOURCE`: the namespace to watch (default: the client's default namespace);
-//! - `RING_TARGET`: the namespace to copy into (required).
+//! - `RING_TARGET`: the namespace to copy into (required);
+//! - `RING_BALLAST_MIB`: MiB of non-zero bytes to allocate at start and hold until the end
+//!   (default 0), so the benchmark can suspend and resume modules of larger linear memories.
 //!
 //! `ring-controller crd` prints the CustomResourceDefinition as JSON and exits; otherwise the
 //! controller runs until Ctrl-C or SIGTERM.
@@ -71,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let target = std::env::var("RING_TARGET")
         .map_err(|_| anyhow::anyhow!("RING_TARGET (the namespace to copy into) is not set"))?;
+    let ballast = ballast()?;
     let client = Client::try_default().await?;
     let source = std::env::var("RING_SOURCE").unwrap_or_else(|_| client.default_namespace().into());
     let rings = Api::<Ring>::namespaced(client.clone(), &source);
@@ -90,7 +93,23 @@ async fn main() -> anyhow::Result<()> {
         })
         .await;
     println!("ring-controller: stopped");
+    std::hint::black_box(&ballast);
     Ok(())
+}
+
+/// `RING_BALLAST_MIB` MiB of memory, every byte written (non-zero, so no page of it can be
+/// left out of a snapshot as untouched or zero).
+fn ballast() -> anyhow::Result<Vec<u8>> {
+    let mib = match std::env::var("RING_BALLAST_MIB") {
+        Ok(text) => text.parse::<usize>().map_err(|e| {
+            anyhow::anyhow!("RING_BALLAST_MIB={text:?} is not a number of MiB: {e}")
+        })?,
+        Err(_) => 0,
+    };
+    let bytes = mib
+        .checked_mul(1 << 20)
+        .ok_or_else(|| anyhow::anyhow!("RING_BALLAST_MIB={mib} does not fit in memory"))?;
+    Ok(vec![0x5a; bytes])
 }
 
 /// Applies a copy of `ring` (same name and nonce) into the target namespace.
