@@ -11,8 +11,10 @@
 //!   `Store` is dropped, which returns its pooling-allocator slot and its linear memory.
 //! - **Resume** (at the first completion that arrives for a live op): a new `Store` with the
 //!   same host state, the pre-instantiated module instantiated again (its `_start` is not
-//!   called), the memory grown to the snapshot's size and read back from the file, the
-//!   globals set; then the completion is delivered as usual. The file is removed.
+//!   called), the memory grown to the snapshot's size and read back from the file (only the
+//!   4 KiB pages that differ from the fresh instance's are written, so pages the guest never
+//!   changed stay shared with the module's copy-on-write image), the globals set; then the
+//!   completion is delivered as usual. The file is removed.
 //!
 //! Op tasks go on while a module is suspended; their completions wait in its queue. A stop
 //! request behaves as for a resident module: the `stop` completion resumes it, and a module
@@ -34,7 +36,7 @@ pub mod policy;
 pub mod prepare;
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Seek as _, SeekFrom, Write};
+use std::io::{self, BufWriter, Read, Seek as _, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
@@ -265,6 +267,29 @@ impl<R: Read> Read for Summing<R> {
     }
 }
 
+/// The unit in which restored memory is compared before it is written: 4 KiB, the host's
+/// page, the unit in which a fresh instance shares its copy-on-write memory image.
+const PAGE: usize = 4 << 10;
+
+/// Copies `from` into `to` (of the same length) page by page, leaving alone every page that
+/// already holds the same bytes; returns how many pages it wrote.
+///
+/// A fresh instance's memory is the module's copy-on-write image (its data segments, shared
+/// by every instance of the module) and untouched zero pages: writing a page, even with the
+/// bytes it already holds, gives the instance a private copy of it. Most of a snapshot's
+/// pages are read-only data the guest never changed, so a resumed module keeps sharing them,
+/// as a module that was never suspended does.
+fn write_changed_pages(to: &mut [u8], from: &[u8]) -> usize {
+    let mut written = 0;
+    for (to, from) in to.chunks_mut(PAGE).zip(from.chunks(PAGE)) {
+        if to != from {
+            to.copy_from_slice(from);
+            written += 1;
+        }
+    }
+    written
+}
+
 /// One chunk of zeroes, to compare with.
 static ZEROES: [u8; CHUNK] = [0; CHUNK];
 
@@ -299,7 +324,8 @@ fn write_memory(file: &mut File, memory: &[u8]) -> io::Result<Written> {
 }
 
 /// Reads a snapshot written by [`write_memory`] into `memory`, which must already have the
-/// snapshot's size, straight from the file into the memory, and zeroes every chunk of the
+/// snapshot's size (writing only the pages that differ, see [`write_changed_pages`]), and
+/// zeroes every chunk of the
 /// first `fresh` bytes (the fresh instance's memory before it grew: data segments) that the
 /// snapshot does not hold and that is not zero already; memory past `fresh` was just grown,
 /// so it is zero. Checks the header, the chunk offsets, the chunk count, the length and the
@@ -311,7 +337,8 @@ fn read_memory(
     expected: &Snapshot,
 ) -> Result<(), String> {
     let io = |e: io::Error| e.to_string();
-    let mut input = Summing::new(BufReader::with_capacity(64 << 10, file));
+    // Unbuffered: chunks are read whole into `buffer`; only offsets are small reads.
+    let mut input = Summing::new(file);
     let mut header = [0u8; 16];
     input.read_exact(&mut header).map_err(io)?;
     let (magic, size) = header.split_at(8);
@@ -326,6 +353,7 @@ fn read_memory(
         ));
     }
     let mut restored = vec![false; memory.len().div_ceil(CHUNK)];
+    let mut buffer = vec![0u8; CHUNK];
     for _ in 0..expected.chunks {
         let mut offset = [0u8; 8];
         input.read_exact(&mut offset).map_err(io)?;
@@ -337,7 +365,9 @@ fn read_memory(
         restored[index] = true;
         let start = index * CHUNK;
         let end = (start + CHUNK).min(memory.len());
-        input.read_exact(&mut memory[start..end]).map_err(io)?;
+        let chunk = &mut buffer[..end - start];
+        input.read_exact(chunk).map_err(io)?;
+        write_changed_pages(&mut memory[start..end], chunk);
     }
     let mut rest = [0u8; 1];
     if input.read(&mut rest).map_err(io)? != 0 {
@@ -427,6 +457,30 @@ mod tests {
         let file = std::fs::read(snapshot.path()).expect("read");
         read_memory(&file[..], &mut grown, fresh, &snapshot).expect("restores");
         assert_eq!(grown[2 * CHUNK + 1], 5, "not scanned: a grown page is zero");
+    }
+
+    #[test]
+    fn only_changed_pages_are_written() {
+        let mut from = vec![0u8; 3 * PAGE + 10];
+        from[PAGE + 1] = 1;
+        from[3 * PAGE + 9] = 2;
+        let mut to = from.clone();
+        assert_eq!(write_changed_pages(&mut to, &from), 0, "nothing differs");
+        to[5] = 7;
+        to[2 * PAGE] = 8;
+        assert_eq!(
+            write_changed_pages(&mut to, &from),
+            2,
+            "pages 0 and 2 differ"
+        );
+        assert!(to == from);
+        let mut zero = vec![0u8; from.len()];
+        assert_eq!(
+            write_changed_pages(&mut zero, &from),
+            2,
+            "page 1 and the short tail page hold data; zero pages stay unwritten"
+        );
+        assert!(zero == from);
     }
 
     #[test]
