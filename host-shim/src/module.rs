@@ -389,15 +389,21 @@ fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
 
 /// Runs a module from `_start` to its end, suspending and resuming it as its policy says,
 /// and releases its ops at the end.
+///
+/// Starting, suspending and resuming are boxed: a task's future is as large as its largest
+/// state, held for the module's whole life, while these states (wasmtime's instantiation,
+/// the snapshot's blocking tasks) are short and rare. Boxed, their memory exists only while
+/// they run: the module task's allocation went from 9.9 to 5.2 KiB per module (heaptrack,
+/// 100 idle modules).
 async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -> ModuleOutcome {
-    if let Err(outcome) = running.start(pre).await {
+    if let Err(outcome) = Box::pin(running.start(pre)).await {
         running.finish();
         return outcome;
     }
     loop {
         let outcome = match running.event_loop().await {
             Turn::Ended(outcome) => outcome,
-            Turn::Idle => match running.suspend(host).await {
+            Turn::Idle => match Box::pin(running.suspend(host)).await {
                 Suspend::Resident(back) => {
                     running = *back;
                     continue;
@@ -408,7 +414,7 @@ async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -
                         suspended.finish();
                         return outcome;
                     }
-                    Wake::Delivery(delivery) => match suspended.resume(host, pre).await {
+                    Wake::Delivery(delivery) => match Box::pin(suspended.resume(host, pre)).await {
                         Ok(resumed) => {
                             running = resumed;
                             match running.deliver(delivery).await {
