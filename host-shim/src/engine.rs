@@ -28,12 +28,21 @@ pub struct PoolSize {
 /// pooling allocator: memories and stacks are reserved once and reused, so instantiating
 /// (and restarting) a module costs a few page-table updates rather than fresh mappings.
 ///
+/// Async stacks are zeroed when they go back to the pool: a `Store` keeps its last fiber
+/// stack for its whole life, so this happens only when a store is dropped (a module
+/// suspended, restarted or ended), and it hands the stack's touched pages back to the
+/// kernel (`madvise`) instead of keeping them resident in a free slot. It also keeps one
+/// module's stack contents from the next module that gets the slot.
+///
 /// # Errors
 /// If wasmtime rejects the configuration on this platform.
 pub fn new_engine(pool: Option<PoolSize>) -> wasmtime::Result<Engine> {
     let mut config = Config::new();
     config.epoch_interruption(true);
     config.memory_init_cow(true);
+    // Applies to pooled stacks only: with `async_stack_keep_resident` at its default (0),
+    // a returned stack is decommitted rather than memset.
+    config.async_stack_zeroing(true);
     if let Some(pool) = pool {
         let mut pooling = PoolingAllocationConfig::new();
         let n = pool.instances.max(1);

@@ -22,6 +22,8 @@ use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervi
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    // Before the first thread starts: glibc reads its arena limit as threads first allocate.
+    tune_malloc();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -46,6 +48,46 @@ fn main() -> ExitCode {
         Err(err) => {
             tracing::error!("{err:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// glibc's malloc arenas the host allows (`M_ARENA_MAX`). glibc's default (8 per core) gives
+/// each tokio worker and blocking thread an arena of its own; a module's host state is
+/// allocated on whichever thread happens to run it, so every arena ends up holding a share
+/// of it, with its own free space and fragmentation. One arena (each thread keeps its small
+/// per-thread cache, so most allocations still take no lock) and the fixed thresholds below
+/// measured about 4 MiB less PSS with 100 idle modules (42.6 → 38.6 MiB, median of 3).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MALLOC_ARENAS: libc::c_int = 1;
+
+/// Bytes from which glibc serves an allocation with its own `mmap` (`M_MMAP_THRESHOLD`),
+/// and above which free space at the top of the heap is returned (`M_TRIM_THRESHOLD`):
+/// glibc's initial values, 128 KiB. Setting them turns off glibc's dynamic threshold, which
+/// after the first large buffer is freed (reading a 5 MB precompiled module, a large list
+/// response) would serve every buffer up to that size from the heap and keep it there.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MALLOC_THRESHOLD_BYTES: libc::c_int = 128 * 1024;
+
+/// Sets glibc's malloc parameters ([`MALLOC_ARENAS`], [`MALLOC_THRESHOLD_BYTES`]) unless
+/// the environment sets malloc parameters itself (any `MALLOC_*` variable, or
+/// `glibc.malloc.*` in `GLIBC_TUNABLES`), which then win. Call before any thread starts.
+fn tune_malloc() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let user_set = std::env::vars_os().any(|(key, value)| {
+            let key = key.to_string_lossy();
+            key.starts_with("MALLOC_")
+                || (key == "GLIBC_TUNABLES" && value.to_string_lossy().contains("glibc.malloc."))
+        });
+        if user_set {
+            return;
+        }
+        // SAFETY: mallopt only sets allocator parameters; no other thread exists yet.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MALLOC_THRESHOLD_BYTES);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, MALLOC_THRESHOLD_BYTES);
         }
     }
 }

@@ -389,15 +389,21 @@ fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
 
 /// Runs a module from `_start` to its end, suspending and resuming it as its policy says,
 /// and releases its ops at the end.
+///
+/// Starting, suspending and resuming are boxed: a task's future is as large as its largest
+/// state, held for the module's whole life, while these states (wasmtime's instantiation,
+/// the snapshot's blocking tasks) are short and rare. Boxed, their memory exists only while
+/// they run: the module task's allocation went from 9.9 to 5.2 KiB per module (heaptrack,
+/// 100 idle modules).
 async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -> ModuleOutcome {
-    if let Err(outcome) = running.start(pre).await {
+    if let Err(outcome) = Box::pin(running.start(pre)).await {
         running.finish();
         return outcome;
     }
     loop {
         let outcome = match running.event_loop().await {
             Turn::Ended(outcome) => outcome,
-            Turn::Idle => match running.suspend(host).await {
+            Turn::Idle => match Box::pin(running.suspend(host)).await {
                 Suspend::Resident(back) => {
                     running = *back;
                     continue;
@@ -408,7 +414,7 @@ async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -
                         suspended.finish();
                         return outcome;
                     }
-                    Wake::Delivery(delivery) => match suspended.resume(host, pre).await {
+                    Wake::Delivery(delivery) => match Box::pin(suspended.resume(host, pre)).await {
                         Ok(resumed) => {
                             running = resumed;
                             match running.deliver(delivery).await {
@@ -435,6 +441,19 @@ async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -
         };
         running.finish();
         return outcome;
+    }
+}
+
+/// Hands the free pages inside malloc's heap back to the kernel (glibc's `malloc_trim`,
+/// which also releases free space in the middle of the heap, not only at its top). Called on
+/// the blocking thread of a suspend, after the store is dropped: the instance's own
+/// allocations (its `VMContext`, tens of KiB) are freed then, but otherwise stay resident as
+/// free space between the host state of the modules that are still there.
+fn return_freed_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks and releases malloc's own free chunks.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -648,7 +667,11 @@ impl Running {
             .unwrap_or_else(|_| Err("the snapshot writer panicked".into()));
             match captured {
                 // Dropping the store here releases the instance and its memory.
-                Ok(snapshot) => Ok((store.into_data(), snapshot)),
+                Ok(snapshot) => {
+                    let state = store.into_data();
+                    return_freed_heap();
+                    Ok((state, snapshot))
+                }
                 Err(why) => Err((store, why)),
             }
         })
