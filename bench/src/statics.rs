@@ -23,8 +23,8 @@ pub struct WasmFigures {
     pub bytes: u64,
     /// Cold compile times (`Module::new`, no cache), in ms, one per repetition.
     pub compile_ms: Vec<f64>,
-    /// Loads of the precompiled module from the host's cache (read, HMAC check,
-    /// deserialise), in ms.
+    /// Loads of the precompiled module from the host's cache (HMAC check reading the
+    /// file, then mapping and deserialising it), in ms.
     pub cache_load_ms: Vec<f64>,
 }
 

@@ -12,17 +12,22 @@
 //! - the cache folder is created with mode `0700`; if it exists and is not owned by the
 //!   host's user or is accessible to group or others, the cache is not used at all;
 //! - the folder holds a 32-byte random `key` (mode `0600`), made on first use;
-//! - every entry is `KWASMC1\n`, then HMAC-SHA256(key, entry name ‖ artifact), then the
-//!   artifact. Entries are read whole into memory, checked, and only then deserialised from
-//!   those same bytes (no window between check and use). An entry that fails the check (or
-//!   that wasmtime rejects) is compiled again and overwritten.
+//! - every entry is two files: `<name>.cwasm`, the artifact exactly as `Module::serialize`
+//!   made it, and `<name>.tag`, `KWASMC2\n` then HMAC-SHA256(key, entry name ‖ artifact).
+//!   The artifact is read once through its open file to check the tag, then that same open
+//!   file is mapped (`Module::deserialize_open_file`), so only the pages of compiled code and
+//!   data a module actually uses become resident, and they are shared page cache rather than
+//!   a private copy. An entry that fails the check (or that wasmtime rejects) is compiled
+//!   again and overwritten. Entries are only ever written to a private temporary file and
+//!   renamed into place, so a file once mapped never changes under the host.
 //!
 //! Whoever can write to the folder as the host's user can also replace the host binary, so
-//! this guards against foreign or corrupted files, not against the host's own user.
+//! this guards against foreign or corrupted files, not against the host's own user (who
+//! could also rewrite an entry in place between its check and its use).
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::hash::Hasher;
-use std::io::{self, Write as _};
+use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::{
     DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
 };
@@ -32,7 +37,7 @@ use hmac::{Hmac, Mac as _};
 use sha2::{Digest as _, Sha256};
 use wasmtime::{Engine, Module};
 
-const MAGIC: &[u8; 8] = b"KWASMC1\n";
+const MAGIC: &[u8; 8] = b"KWASMC2\n";
 const TAG_LEN: usize = 32;
 const KEY_FILE: &str = "key";
 
@@ -134,24 +139,24 @@ impl ModuleCache {
     ) -> wasmtime::Result<(Module, Source)> {
         let name = entry_name(engine, wasm);
         let path = self.dir.join(format!("{name}.cwasm"));
-        match fs::read(&path) {
-            Ok(bytes) => match self.open_entry(&name, &bytes) {
-                Some(artifact) => {
-                    // SAFETY: the artifact carries this cache's HMAC, so this host wrote it
-                    // with `Module::serialize` (see the trust model above).
-                    match unsafe { Module::deserialize(engine, artifact) } {
-                        Ok(module) => return Ok((module, Source::Cached)),
-                        Err(err) => tracing::warn!(
-                            "cache entry {} is not usable ({err}); compiling again",
-                            path.display()
-                        ),
-                    }
+        let tag_path = self.dir.join(format!("{name}.tag"));
+        match self.open_entry(&name, &path, &tag_path) {
+            Ok(Some(artifact)) => {
+                // SAFETY: the artifact carries this cache's HMAC, so this host wrote it with
+                // `Module::serialize`, and entries are never rewritten in place (see the
+                // trust model above).
+                match unsafe { Module::deserialize_open_file(engine, artifact) } {
+                    Ok(module) => return Ok((module, Source::Cached)),
+                    Err(err) => tracing::warn!(
+                        "cache entry {} is not usable ({err}); compiling again",
+                        path.display()
+                    ),
                 }
-                None => tracing::warn!(
-                    "cache entry {} was not written by this host (bad header or HMAC); compiling again",
-                    path.display()
-                ),
-            },
+            }
+            Ok(None) => tracing::warn!(
+                "cache entry {} was not written by this host (bad tag or HMAC); compiling again",
+                path.display()
+            ),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!("cannot read cache entry {}: {e}", path.display()),
         }
@@ -167,28 +172,62 @@ impl ModuleCache {
         Ok((module, Source::Compiled))
     }
 
-    fn tag(&self, name: &str, artifact: &[u8]) -> Hmac<Sha256> {
+    /// The HMAC of an entry named `name`, before its artifact is fed in.
+    fn tag(&self, name: &str) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256>>::new_from_slice(&self.key).expect("HMAC takes any key length");
         mac.update(name.as_bytes());
-        mac.update(artifact);
         mac
     }
 
-    /// The artifact of an entry if its header and HMAC check out.
-    fn open_entry<'a>(&self, name: &str, bytes: &'a [u8]) -> Option<&'a [u8]> {
-        let rest = bytes.strip_prefix(MAGIC.as_slice())?;
-        if rest.len() < TAG_LEN {
-            return None;
+    /// The entry's artifact file, open and rewound, if its tag file holds this cache's HMAC
+    /// of it; `Ok(None)` if the tag is malformed or does not match.
+    ///
+    /// # Errors
+    /// If either file cannot be opened or read (`NotFound`: no entry).
+    fn open_entry(&self, name: &str, path: &Path, tag_path: &Path) -> io::Result<Option<File>> {
+        let mut artifact = File::open(path)?;
+        let tag_file = fs::read(tag_path)?;
+        let Some(tag) = tag_file.strip_prefix(MAGIC.as_slice()) else {
+            return Ok(None);
+        };
+        if tag.len() != TAG_LEN {
+            return Ok(None);
         }
-        let (tag, artifact) = rest.split_at(TAG_LEN);
-        self.tag(name, artifact).verify_slice(tag).ok()?;
-        Some(artifact)
+        let mut mac = self.tag(name);
+        let mut buffer = vec![0u8; 64 << 10];
+        loop {
+            match artifact.read(&mut buffer)? {
+                0 => break,
+                n => mac.update(&buffer[..n]),
+            }
+        }
+        if mac.verify_slice(tag).is_err() {
+            return Ok(None);
+        }
+        artifact.seek(SeekFrom::Start(0))?;
+        Ok(Some(artifact))
     }
 
-    /// Writes an entry atomically: a private temporary file, then a rename.
+    /// Writes an entry: the artifact, then its tag, each to a private temporary file renamed
+    /// into place (never rewriting a file another host may have mapped).
     fn store_entry(&self, name: &str, path: &Path, artifact: &[u8]) -> io::Result<()> {
-        let tag = self.tag(name, artifact).finalize().into_bytes();
-        let tmp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let mut mac = self.tag(name);
+        mac.update(artifact);
+        let tag = mac.finalize().into_bytes();
+        self.write_atomically(path, &[artifact])?;
+        self.write_atomically(&path.with_extension("tag"), &[MAGIC, &tag])
+    }
+
+    /// Writes `parts` to `path` through a private (`0600`) temporary file in the folder,
+    /// synced, then renamed over `path`.
+    fn write_atomically(&self, path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = self
+            .dir
+            .join(format!(".{file_name}.{}.tmp", std::process::id()));
         let written = (|| {
             let mut file = OpenOptions::new()
                 .write(true)
@@ -196,9 +235,9 @@ impl ModuleCache {
                 .truncate(true)
                 .mode(0o600)
                 .open(&tmp)?;
-            file.write_all(MAGIC)?;
-            file.write_all(&tag)?;
-            file.write_all(artifact)?;
+            for part in parts {
+                file.write_all(part)?;
+            }
             file.sync_all()?;
             fs::rename(&tmp, path)
         })();
@@ -288,8 +327,25 @@ mod tests {
             0o700
         );
         let (_, first) = cache.load_or_compile(&engine, &wasm).expect("compiles");
-        let (_, second) = cache.load_or_compile(&engine, &wasm).expect("loads");
+        let (module, second) = cache.load_or_compile(&engine, &wasm).expect("loads");
         assert_eq!((first, second), (Source::Compiled, Source::Cached));
+        // The mapped artifact runs.
+        let mut store = wasmtime::Store::new(&engine, ());
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instance");
+        let f = instance
+            .get_typed_func::<(), i32>(&mut store, "f")
+            .expect("f");
+        assert_eq!(f.call(&mut store, ()).expect("call"), 7);
+        for file in fs::read_dir(&dir).expect("dir") {
+            let file = file.expect("entry");
+            let name = file.file_name().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".tmp"), "temporary file left: {name}");
+            assert_eq!(
+                file.metadata().expect("meta").permissions().mode() & 0o777,
+                0o600,
+                "{name}"
+            );
+        }
         let other = wat::parse_str(r#"(module (func (export "g")))"#).expect("wat");
         assert_ne!(entry_name(&engine, &wasm), entry_name(&engine, &other));
         let _ = fs::remove_dir_all(&dir);
@@ -302,13 +358,31 @@ mod tests {
         let wasm = wat::parse_str(WAT).expect("wat");
         let cache = ModuleCache::open(&dir).expect("opens");
         cache.load_or_compile(&engine, &wasm).expect("compiles");
-        let entry = dir.join(format!("{}.cwasm", entry_name(&engine, &wasm)));
+        let name = entry_name(&engine, &wasm);
+        let entry = dir.join(format!("{name}.cwasm"));
+        let tag = dir.join(format!("{name}.tag"));
         let mut bytes = fs::read(&entry).expect("entry");
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         fs::write(&entry, &bytes).expect("tamper");
         let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
-        assert_eq!(source, Source::Compiled);
+        assert_eq!(
+            source,
+            Source::Compiled,
+            "a changed artifact is not trusted"
+        );
+        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("loads");
+        assert_eq!(source, Source::Cached, "the entry was written again");
+        fs::write(&tag, b"KWASMC2\nshort").expect("tamper");
+        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
+        assert_eq!(source, Source::Compiled, "a malformed tag is not trusted");
+        fs::remove_file(&tag).expect("remove the tag");
+        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
+        assert_eq!(
+            source,
+            Source::Compiled,
+            "an artifact without a tag is not trusted"
+        );
         // A cache with another key (another host's folder copied in) does not trust it.
         fs::write(dir.join(KEY_FILE), [9u8; 32]).expect("new key");
         let other = ModuleCache::open(&dir).expect("opens");
