@@ -272,17 +272,24 @@ impl<R: Read> Read for Summing<R> {
 const PAGE: usize = 4 << 10;
 
 /// Copies `from` into `to` (of the same length) page by page, leaving alone every page that
-/// already holds the same bytes; returns how many pages it wrote.
+/// already holds the same bytes; returns how many pages it wrote. The pages of `to` that
+/// start before byte `compared` are read to compare; the others are known to be zero (memory
+/// just grown), so only `from` is looked at, and reading them does not fault them in.
 ///
 /// A fresh instance's memory is the module's copy-on-write image (its data segments, shared
 /// by every instance of the module) and untouched zero pages: writing a page, even with the
 /// bytes it already holds, gives the instance a private copy of it. Most of a snapshot's
 /// pages are read-only data the guest never changed, so a resumed module keeps sharing them,
 /// as a module that was never suspended does.
-fn write_changed_pages(to: &mut [u8], from: &[u8]) -> usize {
+fn write_changed_pages(to: &mut [u8], from: &[u8], compared: usize) -> usize {
     let mut written = 0;
-    for (to, from) in to.chunks_mut(PAGE).zip(from.chunks(PAGE)) {
-        if to != from {
+    for (index, (to, from)) in to.chunks_mut(PAGE).zip(from.chunks(PAGE)).enumerate() {
+        let same = if index * PAGE < compared {
+            to == from
+        } else {
+            is_zero(from)
+        };
+        if !same {
             to.copy_from_slice(from);
             written += 1;
         }
@@ -367,7 +374,7 @@ fn read_memory(
         let end = (start + CHUNK).min(memory.len());
         let chunk = &mut buffer[..end - start];
         input.read_exact(chunk).map_err(io)?;
-        write_changed_pages(&mut memory[start..end], chunk);
+        write_changed_pages(&mut memory[start..end], chunk, fresh.saturating_sub(start));
     }
     let mut rest = [0u8; 1];
     if input.read(&mut rest).map_err(io)? != 0 {
@@ -464,23 +471,38 @@ mod tests {
         let mut from = vec![0u8; 3 * PAGE + 10];
         from[PAGE + 1] = 1;
         from[3 * PAGE + 9] = 2;
+        let all = from.len();
         let mut to = from.clone();
-        assert_eq!(write_changed_pages(&mut to, &from), 0, "nothing differs");
+        assert_eq!(
+            write_changed_pages(&mut to, &from, all),
+            0,
+            "nothing differs"
+        );
         to[5] = 7;
         to[2 * PAGE] = 8;
         assert_eq!(
-            write_changed_pages(&mut to, &from),
+            write_changed_pages(&mut to, &from, all),
             2,
             "pages 0 and 2 differ"
         );
         assert!(to == from);
-        let mut zero = vec![0u8; from.len()];
+        let mut zero = vec![0u8; all];
         assert_eq!(
-            write_changed_pages(&mut zero, &from),
+            write_changed_pages(&mut zero, &from, all),
             2,
             "page 1 and the short tail page hold data; zero pages stay unwritten"
         );
         assert!(zero == from);
+        // Past `compared` the target is taken as zero: only `from` decides.
+        let mut grown = vec![0u8; all];
+        grown[2 * PAGE + 3] = 9;
+        assert_eq!(
+            write_changed_pages(&mut grown, &from, PAGE),
+            2,
+            "pages 1 and 3 hold data; page 2 is zero in the snapshot, so it is not read"
+        );
+        assert_eq!(grown[2 * PAGE + 3], 9, "a grown page is not read");
+        assert!(grown[PAGE..2 * PAGE] == from[PAGE..2 * PAGE]);
     }
 
     #[test]
