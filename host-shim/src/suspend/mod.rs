@@ -332,10 +332,9 @@ fn write_memory(file: &mut File, memory: &[u8]) -> io::Result<Written> {
 
 /// Reads a snapshot written by [`write_memory`] into `memory`, which must already have the
 /// snapshot's size (writing only the pages that differ, see [`write_changed_pages`]), and
-/// zeroes every chunk of the
-/// first `fresh` bytes (the fresh instance's memory before it grew: data segments) that the
-/// snapshot does not hold and that is not zero already; memory past `fresh` was just grown,
-/// so it is zero. Checks the header, the chunk offsets, the chunk count, the length and the
+/// zeroes every chunk of the first `fresh` bytes (the fresh instance's memory before it
+/// grew: data segments) that the snapshot does not hold and that is not zero already; memory
+/// past `fresh` was just grown, so it is zero. Checks the header, the chunk offsets, the chunk count, the length and the
 /// checksum `expected` recorded at write time.
 fn read_memory(
     file: impl Read,
