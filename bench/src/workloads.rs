@@ -21,9 +21,10 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use kube::Client;
 use kube::api::{Api, DynamicObject};
 use serde::Serialize;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::audit::{self, Requests};
-use crate::cluster::{self, RECONCILED_AT, RING_NAME};
+use crate::cluster::{self, Arrival, RECONCILED_AT, RING_NAME};
 use crate::fleet::{Fleet, HostMetrics, Link, Setup, Variant};
 use crate::memory::Sample;
 use crate::stats;
@@ -191,6 +192,17 @@ impl Bench {
         self.logs.join(name)
     }
 
+    /// Creates the two namespaces of a one-controller launch (`<tag>-0` copied to
+    /// `<tag>-1`) and starts watching the target for arrivals.
+    async fn one_link(&self, tag: &str) -> anyhow::Result<(Link, UnboundedReceiver<Arrival>)> {
+        let link = links(tag, 1).remove(0);
+        for namespace in [&link.source, &link.target] {
+            cluster::create_namespace(&self.client, namespace).await?;
+        }
+        let arrivals = cluster::watch_arrivals(&self.client, &link.target);
+        Ok((link, arrivals))
+    }
+
     /// Runs the ring workload (and the idle fleet) for `variant` with `n` controllers; `tag`
     /// makes its namespaces unique.
     ///
@@ -313,13 +325,10 @@ impl Bench {
     /// # Errors
     /// If the cycle does not complete.
     pub async fn prime(&self, tag: &str) -> anyhow::Result<()> {
-        let links = links(tag, 1);
-        for i in 0..=1 {
-            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
-        }
-        let mut arrivals = cluster::watch_arrivals(&self.client, &links[0].target);
-        let mut fleet = Fleet::start(&self.setup, Variant::Wasm, &links, &self.launch_dir(tag))?;
-        cluster::write_nonce(&self.client, &links[0].source, RING_NAME, 1).await?;
+        let (link, mut arrivals) = self.one_link(tag).await?;
+        let source = link.source.clone();
+        let mut fleet = Fleet::start(&self.setup, Variant::Wasm, &[link], &self.launch_dir(tag))?;
+        cluster::write_nonce(&self.client, &source, RING_NAME, 1).await?;
         cluster::wait_for(&mut arrivals, RING_NAME, 1, self.params.startup_timeout)
             .await
             .context("priming the host's module cache")?;
@@ -333,14 +342,10 @@ impl Bench {
     /// If the controller dies, the copies do not all arrive in time or the cluster refuses.
     pub async fn churn(&self, variant: Variant, run: usize, tag: &str) -> anyhow::Result<ChurnRun> {
         let p = &self.params;
-        let links = links(tag, 1);
-        for i in 0..=1 {
-            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
-        }
-        let (source, target) = (links[0].source.clone(), links[0].target.clone());
-        let mut arrivals = cluster::watch_arrivals(&self.client, &target);
+        let (link, mut arrivals) = self.one_link(tag).await?;
+        let source = link.source.clone();
         let audit_from = audit::mark(&self.audit_log)?;
-        let mut fleet = Fleet::start(&self.setup, variant, &links, &self.launch_dir(tag))?;
+        let mut fleet = Fleet::start(&self.setup, variant, &[link], &self.launch_dir(tag))?;
         cluster::write_nonce(&self.client, &source, "warm", 1).await?;
         cluster::wait_for(&mut arrivals, "warm", 1, p.startup_timeout).await?;
         fleet.check_alive()?;
@@ -373,9 +378,7 @@ impl Bench {
             requests,
         })
     }
-}
 
-impl Bench {
     /// Runs the resume curve: for each size in `ballast_mib`, one ring-controller module
     /// holding that many MiB of written memory, suspended (`idleAfter` of the setup) and woken
     /// by a Ring write `resumes` times; `tag` makes its namespaces unique.
@@ -426,17 +429,13 @@ impl Bench {
         tag: &str,
     ) -> anyhow::Result<ResumePoint> {
         let p = &self.params;
-        let mut links = links(tag, 1);
-        links[0].ballast_mib = ballast_mib;
-        for i in 0..=1 {
-            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
-        }
-        let (source, target) = (links[0].source.clone(), links[0].target.clone());
-        let mut arrivals = cluster::watch_arrivals(&self.client, &target);
+        let (mut link, mut arrivals) = self.one_link(tag).await?;
+        link.ballast_mib = ballast_mib;
+        let source = link.source.clone();
         let mut fleet = Fleet::start(
             &self.setup,
             Variant::WasmSuspend,
-            &links,
+            &[link],
             &self.launch_dir(tag),
         )?;
         let mut nonce = 1;
