@@ -163,7 +163,7 @@ impl ModuleCache {
         let module = Module::new(engine, wasm)?;
         match module.serialize() {
             Ok(artifact) => {
-                if let Err(e) = self.store_entry(&name, &path, &artifact) {
+                if let Err(e) = self.store_entry(&name, &path, &tag_path, &artifact) {
                     tracing::warn!("cannot store cache entry {}: {e}", path.display());
                 }
             }
@@ -210,12 +210,18 @@ impl ModuleCache {
 
     /// Writes an entry: the artifact, then its tag, each to a private temporary file renamed
     /// into place (never rewriting a file another host may have mapped).
-    fn store_entry(&self, name: &str, path: &Path, artifact: &[u8]) -> io::Result<()> {
+    fn store_entry(
+        &self,
+        name: &str,
+        path: &Path,
+        tag_path: &Path,
+        artifact: &[u8],
+    ) -> io::Result<()> {
         let mut mac = self.tag(name);
         mac.update(artifact);
         let tag = mac.finalize().into_bytes();
         self.write_atomically(path, &[artifact])?;
-        self.write_atomically(&path.with_extension("tag"), &[MAGIC, &tag])
+        self.write_atomically(tag_path, &[MAGIC, &tag])
     }
 
     /// Writes `parts` to `path` through a private (`0600`) temporary file in the folder,
