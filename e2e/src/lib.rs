@@ -18,7 +18,7 @@ pub mod state;
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::{ApiResource, ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use kube::{Api, Client};
 use std::io::{BufRead, BufReader};
@@ -381,6 +381,18 @@ where
             "timed out after {timeout:?} waiting for {what}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The `ConfigMapGenerator` custom resource of the configmap-generator example
+/// (`kube-wasm.example.com/v1`), for the dynamic client.
+pub fn generator_resource() -> ApiResource {
+    ApiResource {
+        group: "kube-wasm.example.com".into(),
+        version: "v1".into(),
+        api_version: "kube-wasm.example.com/v1".into(),
+        kind: "ConfigMapGenerator".into(),
+        plural: "configmapgenerators".into(),
     }
 }
 

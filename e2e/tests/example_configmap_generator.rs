@@ -11,8 +11,8 @@ use kube::api::{
 use kube::{Client, Resource};
 use kube_wasm_e2e::state::{assert_same_state, namespace_state};
 use kube_wasm_e2e::{
-    HostShim, Program, client, env_path, eventually, fresh_namespace, kubeconfig_for,
-    restart_apiserver, scratch_dir, wait_crd_established,
+    HostShim, Program, client, env_path, eventually, fresh_namespace, generator_resource,
+    kubeconfig_for, restart_apiserver, scratch_dir, wait_crd_established,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -20,17 +20,6 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
 const MODULE: &str = "configmap-generator";
-
-/// The example's custom resource, for the dynamic client.
-fn generator_resource() -> ApiResource {
-    ApiResource {
-        group: "kube-wasm.example.com".into(),
-        version: "v1".into(),
-        api_version: "kube-wasm.example.com/v1".into(),
-        kind: "ConfigMapGenerator".into(),
-        plural: "configmapgenerators".into(),
-    }
-}
 
 /// The example's CRD, as its native build prints it (`configmap-generator crd`).
 fn example_crd() -> CustomResourceDefinition {

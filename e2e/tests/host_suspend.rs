@@ -9,28 +9,18 @@
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, ResourceExt};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, ResourceExt};
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
 use kube_wasm_e2e::{
-    client, config_map, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
-    wait_crd_established,
+    client, config_map, env_path, eventually, fresh_namespace, generator_resource, kubeconfig_for,
+    scratch_dir, wait_crd_established,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-fn generator_resource() -> ApiResource {
-    ApiResource {
-        group: "kube-wasm.example.com".into(),
-        version: "v1".into(),
-        api_version: "kube-wasm.example.com/v1".into(),
-        kind: "ConfigMapGenerator".into(),
-        plural: "configmapgenerators".into(),
-    }
-}
 
 /// Installs the example's CRD (as its native build prints it) and waits until it is
 /// established.
