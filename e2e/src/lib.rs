@@ -279,14 +279,27 @@ pub struct AuditedRequest {
     pub impersonated_user: Option<String>,
 }
 
+/// The audit log's length now, in bytes: [`audit_events_after`] that mark reads only the
+/// events logged later.
+pub fn audit_log_mark() -> u64 {
+    std::fs::metadata(env_path("KUBE_WASM_AUDIT_LOG")).map_or(0, |m| m.len())
+}
+
+/// The audit events (one JSON object per event and stage) logged after `mark` bytes of the
+/// log, in order. A line that does not parse (one being written) is skipped.
+pub fn audit_events_after(mark: u64) -> Vec<serde_json::Value> {
+    let text = std::fs::read(env_path("KUBE_WASM_AUDIT_LOG")).unwrap_or_default();
+    let start = usize::try_from(mark).unwrap_or(usize::MAX).min(text.len());
+    String::from_utf8_lossy(&text[start..])
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
 /// The requests on `resource` in `namespace` that the audit log records, in order.
 pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> {
-    let text = std::fs::read_to_string(env_path("KUBE_WASM_AUDIT_LOG")).unwrap_or_default();
     let mut out: Vec<AuditedRequest> = Vec::new();
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
+    for v in audit_events_after(0) {
         let obj = &v["objectRef"];
         if obj["resource"] != resource || obj["namespace"] != namespace {
             continue;

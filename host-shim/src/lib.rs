@@ -45,6 +45,7 @@ pub mod options;
 pub mod output;
 pub mod permissions;
 pub mod request_info;
+pub mod request_uri;
 pub mod restart;
 pub mod state;
 pub mod stop;

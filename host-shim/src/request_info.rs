@@ -1,17 +1,22 @@
 //! What a request to the API server does, in authorization terms: the Kubernetes
 //! `RequestInfo` (`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`), computed the way
-//! the apiserver computes it, so the host's [`permissions`](crate::permissions) judge a
-//! request exactly as RBAC would.
+//! the apiserver computes it over the decoded URI ([`RequestUri`]), so the host's
+//! [`permissions`](crate::permissions) judge a request exactly as RBAC would.
 //!
 //! - `/api/v1/...` is the core group (`""`), `/apis/<group>/<version>/...` a named group;
 //!   every other path (`/api`, `/apis`, `/apis/<group>`, `/version`, `/healthz`, `/openapi/v2`,
 //!   …) is a non-resource URL.
-//! - `/…/watch/…` (the deprecated watch prefix) makes the verb `watch`.
+//! - `/…/watch/…` (the deprecated watch prefix) makes the verb `watch`, `/…/proxy/…` the verb
+//!   `proxy` (which takes no subresource), whatever the method.
 //! - `namespaces/<ns>/<resource>/…` sets the namespace; `namespaces/<ns>/status` and
 //!   `namespaces/<ns>/finalize` are subresources of the namespace itself.
 //! - The verb comes from the method: `POST` create, `GET`/`HEAD` get, `PUT` update, `PATCH`
-//!   patch, `DELETE` delete; a `get` without a name is `list`, a `list` (or `get`) with
-//!   `watch=true` is `watch`, a `delete` without a name is `deletecollection`.
+//!   patch, `DELETE` delete; a `get` without a name is `list`, or `watch` when its `watch`
+//!   parameter is true (see `watch_requested`); a `get` with a name stays `get` whatever its
+//!   query; a `delete` without a name is `deletecollection`.
+//! - A list or watch with `fieldSelector=metadata.name=<n>` carries the name `<n>`.
+
+use crate::request_uri::{RequestUri, Unclassifiable};
 
 /// A request on an API resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,227 +54,238 @@ impl ResourceRequest {
 pub enum RequestInfo {
     /// A request on an API resource.
     Resource(ResourceRequest),
-    /// Anything else: discovery (`/api`, `/apis`, `/apis/<group>`, …), `/version`,
-    /// `/healthz`, `/openapi/…`. Carries the path.
-    NonResource(String),
+    /// A request on no API resource: discovery (`/api`, `/apis`, `/apis/<group>`, …),
+    /// `/version`, `/healthz`, `/openapi/…`, `/metrics`, or any other path.
+    NonResource {
+        /// The lowercase method (`get`, `head`, `post`, …), as RBAC's non-resource rules name it.
+        verb: String,
+        /// The decoded path, `/` + segments.
+        path: String,
+    },
 }
 
 /// Namespace subresources: `namespaces/<ns>/status` is the `status` subresource of the
 /// namespace, not a resource called `status` inside it.
 const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
 
+/// Path segments that name the verb (`/api/v1/watch/…`, `/api/v1/proxy/…`); `proxy` takes
+/// no subresource.
+const SPECIAL_VERBS: [&str; 2] = ["watch", "proxy"];
+
 impl RequestInfo {
-    /// The `RequestInfo` of a request with `method` to `path_and_query` (a path relative to
-    /// the API server root, with an optional query).
-    pub fn of(method: &http::Method, path_and_query: &str) -> Self {
-        let (path, query) = match path_and_query.split_once('?') {
-            Some((path, query)) => (path, query),
-            None => (path_and_query, ""),
+    /// The `RequestInfo` of a request with `method` to `uri`, as `RequestInfoFactory`
+    /// computes it.
+    ///
+    /// # Errors
+    /// [`Unclassifiable`] where the API server would fail the request before authorizing it
+    /// (a special verb without a resource) or where its verb is not certain: a method that is
+    /// not `GET`, `HEAD`, `POST`, `PUT`, `PATCH` or `DELETE` (method names are case-sensitive;
+    /// the API server gives others the verb `""` on resources), or a `watch` parameter that
+    /// is not ASCII.
+    pub fn of(method: &http::Method, uri: &RequestUri) -> Result<Self, Unclassifiable> {
+        let method_verb = match *method {
+            http::Method::POST => "create",
+            http::Method::GET | http::Method::HEAD => "get",
+            http::Method::PUT => "update",
+            http::Method::PATCH => "patch",
+            http::Method::DELETE => "delete",
+            ref other => {
+                return Err(Unclassifiable(format!(
+                    "method {other:?} is none of GET, HEAD, POST, PUT, PATCH, DELETE"
+                )));
+            }
         };
-        let non_resource = || RequestInfo::NonResource(path.to_owned());
-        let mut parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-        if parts.iter().any(|p| p.is_empty()) {
-            return non_resource();
-        }
-        // /api/<version>/... or /apis/<group>/<version>/...; at least one part after that.
-        let (api_group, api_version) = match parts.first().copied() {
+        let mut parts: &[String] = uri.segments();
+        // /api/<version>/<resource…> or /apis/<group>/<version>/<resource…>.
+        let api_group = match parts.first().map(String::as_str) {
             Some("api") if parts.len() >= 3 => {
-                let version = parts[1];
-                parts.drain(..2);
-                (String::new(), version)
+                parts = &parts[1..];
+                ""
             }
             Some("apis") if parts.len() >= 4 => {
-                let (group, version) = (parts[1], parts[2]);
-                parts.drain(..3);
-                (group.to_owned(), version)
+                parts = &parts[2..];
+                uri.segments()[1].as_str()
             }
-            _ => return non_resource(),
+            _ => {
+                return Ok(RequestInfo::NonResource {
+                    verb: method.as_str().to_ascii_lowercase(),
+                    path: uri.path(),
+                });
+            }
         };
-        let mut verb = match *method {
-            http::Method::POST => "create".to_owned(),
-            http::Method::GET | http::Method::HEAD => "get".to_owned(),
-            http::Method::PUT => "update".to_owned(),
-            http::Method::PATCH => "patch".to_owned(),
-            http::Method::DELETE => "delete".to_owned(),
-            ref other => other.as_str().to_ascii_lowercase(),
-        };
-        if parts.first() == Some(&"watch") {
-            verb = "watch".to_owned();
-            parts.remove(0);
+        let api_version = parts[0].as_str();
+        parts = &parts[1..];
+        let mut verb = method_verb;
+        if SPECIAL_VERBS.contains(&parts[0].as_str()) {
+            if parts.len() < 2 {
+                return Err(Unclassifiable(format!("{} names no resource", uri.path())));
+            }
+            verb = if parts[0] == "watch" {
+                "watch"
+            } else {
+                "proxy"
+            };
+            parts = &parts[1..];
         }
-        let mut namespace = String::new();
-        if parts.first() == Some(&"namespaces")
-            && let Some(ns) = parts.get(1)
-        {
-            namespace = (*ns).to_owned();
-            if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
-                parts.drain(..2);
+        let mut namespace = "";
+        if parts[0] == "namespaces" && parts.len() > 1 {
+            namespace = &parts[1];
+            if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2].as_str()) {
+                parts = &parts[2..];
             }
         }
-        let resource = parts.first().copied().unwrap_or_default().to_owned();
-        let name = parts.get(1).copied().unwrap_or_default().to_owned();
-        let subresource = parts.get(2).copied().unwrap_or_default().to_owned();
-        if resource.is_empty() {
-            return non_resource();
+        let part = |i: usize| parts.get(i).map_or("", String::as_str);
+        let resource = part(0);
+        let mut name = part(1).to_owned();
+        let subresource = if verb == "proxy" { "" } else { part(2) };
+        if name.is_empty() && verb == "get" {
+            verb = if watch_requested(uri)? {
+                "watch"
+            } else {
+                "list"
+            };
+            if let Some(selected) = uri.first("fieldSelector").and_then(exact_name) {
+                name = selected;
+            }
         }
-        if (verb == "get" || verb == "list") && watch_requested(query) {
-            verb = "watch".to_owned();
-        } else if verb == "get" && name.is_empty() {
-            verb = "list".to_owned();
-        } else if verb == "delete" && name.is_empty() {
-            verb = "deletecollection".to_owned();
+        if name.is_empty() && verb == "delete" {
+            verb = "deletecollection";
         }
-        RequestInfo::Resource(ResourceRequest {
-            verb,
-            api_group,
+        Ok(RequestInfo::Resource(ResourceRequest {
+            verb: verb.to_owned(),
+            api_group: api_group.to_owned(),
             api_version: api_version.to_owned(),
-            resource,
-            subresource,
-            namespace,
+            resource: resource.to_owned(),
+            subresource: subresource.to_owned(),
+            namespace: namespace.to_owned(),
             name,
-        })
+        }))
     }
 }
 
-/// Whether the query has `watch` set to a true value, as Go's `strconv.ParseBool` reads it
-/// (`1`, `t`, `T`, `TRUE`, `true`, `True`).
-fn watch_requested(query: &str) -> bool {
-    query.split('&').any(|pair| {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        key == "watch" && matches!(value, "1" | "t" | "T" | "TRUE" | "true" | "True")
+/// Whether a list is a watch: the first `watch` value, read as the API server's parameter
+/// codec reads a bool — false only for `0` and (case-insensitively) `false`; anything else,
+/// the empty value of a bare `watch` included, is true.
+fn watch_requested(uri: &RequestUri) -> Result<bool, Unclassifiable> {
+    match uri.first("watch") {
+        None => Ok(false),
+        Some(value) if !value.is_ascii() => Err(Unclassifiable(format!(
+            "watch parameter {value:?} is not ASCII"
+        ))),
+        Some(value) => Ok(!(value == "0" || value.eq_ignore_ascii_case("false"))),
+    }
+}
+
+/// The object name a list or watch narrows itself to with `fieldSelector`
+/// `metadata.name=<name>` (or `==`) among its terms, if that name is a valid path segment —
+/// the API server's `RequiresExactMatch("metadata.name")`. Selectors with escapes are left
+/// alone (no name), which only widens what the request is judged on.
+fn exact_name(selector: &str) -> Option<String> {
+    if selector.contains('\\') {
+        return None;
+    }
+    selector.split(',').find_map(|term| {
+        if term.contains("!=") {
+            return None;
+        }
+        let (field, value) = term.split_once("==").or_else(|| term.split_once('='))?;
+        let valid =
+            !value.is_empty() && value != "." && value != ".." && !value.contains(['/', '%']);
+        (field.trim() == "metadata.name" && valid).then(|| value.trim().to_owned())
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::Method;
 
-    fn resource(method: Method, uri: &str) -> ResourceRequest {
-        match RequestInfo::of(&method, uri) {
-            RequestInfo::Resource(r) => r,
-            other => panic!("{method} {uri}: expected a resource request, got {other:?}"),
+    /// The API server's classification of each case (`tests/data/request_info.cases`, also
+    /// checked against a real kube-apiserver by the end-to-end test `request_classification`).
+    const CASES: &str = include_str!("../tests/data/request_info.cases");
+
+    /// A classification in the cases' notation.
+    fn notation(method: &str, uri: &str) -> String {
+        let dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_owned()
+            } else {
+                s.to_owned()
+            }
+        };
+        let Ok(method) = http::Method::from_bytes(method.as_bytes()) else {
+            return "refused".into();
+        };
+        match RequestUri::parse(uri).and_then(|uri| RequestInfo::of(&method, &uri)) {
+            Err(_) => "refused".into(),
+            Ok(RequestInfo::NonResource { verb, path }) => format!("nonresource {verb} {path}"),
+            Ok(RequestInfo::Resource(r)) => format!(
+                "resource {} {} {} {} {} {} {}",
+                r.verb,
+                dash(&r.api_group),
+                dash(&r.api_version),
+                dash(&r.resource),
+                dash(&r.subresource),
+                dash(&r.namespace),
+                dash(&r.name)
+            ),
         }
     }
 
     #[test]
-    fn verbs_follow_the_method_the_name_and_the_watch_parameter() {
-        let ns = "/api/v1/namespaces/team-a/secrets";
-        for (method, uri, verb) in [
-            (Method::GET, format!("{ns}/s1"), "get"),
-            (Method::HEAD, format!("{ns}/s1"), "get"),
-            (Method::GET, ns.to_owned(), "list"),
-            (Method::GET, format!("{ns}?labelSelector=a%3Db"), "list"),
-            (
-                Method::GET,
-                format!("{ns}?watch=true&resourceVersion=1"),
-                "watch",
-            ),
-            (Method::GET, format!("{ns}?watch=1"), "watch"),
-            (Method::GET, format!("{ns}?watch=false"), "list"),
-            (Method::GET, format!("{ns}/s1?watch=true"), "watch"),
-            (
-                Method::GET,
-                "/api/v1/watch/namespaces/team-a/secrets".into(),
-                "watch",
-            ),
-            (Method::POST, ns.to_owned(), "create"),
-            (Method::PUT, format!("{ns}/s1"), "update"),
-            (Method::PATCH, format!("{ns}/s1?fieldManager=m"), "patch"),
-            (Method::DELETE, format!("{ns}/s1"), "delete"),
-            (Method::DELETE, ns.to_owned(), "deletecollection"),
-            (Method::OPTIONS, ns.to_owned(), "options"),
-        ] {
-            let info = resource(method.clone(), &uri);
-            assert_eq!(info.verb, verb, "{method} {uri}");
+    fn every_case_is_classified_as_the_api_server_classifies_it() {
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for line in CASES.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (request, expected) = line.split_once(" => ").expect("METHOD URI => EXPECTED");
+            let (method, uri) = request.split_once(' ').expect("METHOD URI");
+            let got = notation(method, &uri.replace("NS", "team-a"));
+            if got != expected.replace("NS", "team-a") {
+                wrong.push(format!(
+                    "{request}\n  expected {expected}\n  got      {got}"
+                ));
+            }
+            checked += 1;
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert!(checked >= 100, "only {checked} cases");
+    }
+
+    #[test]
+    fn what_is_judged_is_what_is_sent() {
+        for line in CASES
+            .lines()
+            .filter(|l| l.contains(" => ") && !l.starts_with('#'))
+        {
+            let (request, _) = line.split_once(" => ").expect("=>");
+            let (method, uri) = request.split_once(' ').expect("METHOD URI");
+            let Ok(method) = http::Method::from_bytes(method.as_bytes()) else {
+                continue;
+            };
+            let Ok(parsed) = RequestUri::parse(uri) else {
+                continue;
+            };
+            let sent = RequestUri::parse(&parsed.normalized()).expect("normalized reads back");
             assert_eq!(
-                (info.resource.as_str(), info.namespace.as_str()),
-                ("secrets", "team-a"),
-                "{method} {uri}"
+                RequestInfo::of(&method, &parsed),
+                RequestInfo::of(&method, &sent),
+                "{request} sent as {}",
+                parsed.normalized()
             );
         }
     }
 
     #[test]
-    fn groups_namespaces_names_and_subresources() {
-        let d = resource(
-            Method::PUT,
-            "/apis/apps/v1/namespaces/ns/deployments/web/scale",
-        );
-        assert_eq!(
-            (
-                d.api_group.as_str(),
-                d.api_version.as_str(),
-                d.resource.as_str(),
-                d.name.as_str(),
-                d.subresource.as_str()
-            ),
-            ("apps", "v1", "deployments", "web", "scale")
-        );
-        assert_eq!(d.resource_path(), "deployments/scale");
-
-        let log = resource(Method::GET, "/api/v1/namespaces/ns/pods/p/log?follow=true");
-        assert_eq!(
-            (log.verb.as_str(), log.resource_path().as_str()),
-            ("get", "pods/log")
-        );
-
-        let all = resource(Method::GET, "/api/v1/pods");
-        assert_eq!((all.verb.as_str(), all.namespace.as_str()), ("list", ""));
-
-        let node = resource(Method::GET, "/api/v1/nodes/n1");
-        assert_eq!(
-            (node.resource.as_str(), node.name.as_str()),
-            ("nodes", "n1")
-        );
-
-        // A namespace is a resource too; `status` and `finalize` are its subresources.
-        let ns = resource(Method::GET, "/api/v1/namespaces/team-a");
-        assert_eq!(
-            (
-                ns.resource.as_str(),
-                ns.name.as_str(),
-                ns.namespace.as_str()
-            ),
-            ("namespaces", "team-a", "team-a")
-        );
-        let status = resource(Method::PUT, "/api/v1/namespaces/team-a/status");
-        assert_eq!(status.resource_path(), "namespaces/status");
-        let list = resource(Method::GET, "/api/v1/namespaces");
-        assert_eq!(
-            (list.verb.as_str(), list.resource.as_str()),
-            ("list", "namespaces")
-        );
-
-        let crd = resource(
-            Method::GET,
-            "/apis/example.com/v1/namespaces/ns/widgets?watch=true",
-        );
-        assert_eq!(
-            (crd.verb.as_str(), crd.api_group.as_str()),
-            ("watch", "example.com")
-        );
-    }
-
-    #[test]
-    fn discovery_and_other_paths_are_non_resource_urls() {
-        for path in [
-            "/api",
-            "/api/v1",
-            "/apis",
-            "/apis/apps",
-            "/apis/apps/v1",
-            "/version",
-            "/healthz",
-            "/openapi/v2",
-            "/",
-            "/api//v1/pods",
-        ] {
-            assert_eq!(
-                RequestInfo::of(&Method::GET, path),
-                RequestInfo::NonResource(path.to_owned()),
-                "{path}"
-            );
-        }
+    fn resource_path_names_the_subresource() {
+        let uri =
+            RequestUri::parse("/apis/apps/v1/namespaces/ns/deployments/web/scale").expect("valid");
+        let RequestInfo::Resource(r) =
+            RequestInfo::of(&http::Method::PUT, &uri).expect("classified")
+        else {
+            panic!("a resource request");
+        };
+        assert_eq!(r.resource_path(), "deployments/scale");
     }
 }

@@ -12,6 +12,8 @@ use crate::memory_cap::MemoryCap;
 use crate::metrics::Metrics;
 use crate::ops::{Delivery, OpTable};
 use crate::permissions::{Denied, Permissions};
+use crate::request_info::RequestInfo;
+use crate::request_uri::RequestUri;
 use crate::stop::Phase;
 use crate::upstream::Upstream;
 
@@ -71,15 +73,52 @@ pub struct Access {
 }
 
 impl Access {
-    /// Checks a request with `method` to `path_and_query`.
+    /// Judges `request` as the API server will: classifies its URI as kube-apiserver does
+    /// ([`RequestUri`], [`RequestInfo`]), rewrites the URI to the form judged
+    /// ([`RequestUri::normalized`]) so what was checked is what is sent, and checks the
+    /// module's permissions. Returns the classification (for the shared watch cache).
     ///
     /// # Errors
-    /// [`Denied`] if the module's permissions do not allow it.
-    pub fn check(&self, method: &http::Method, path_and_query: &str) -> Result<(), Denied> {
-        match &self.permissions {
-            None => Ok(()),
-            Some(p) => p.check(&self.module, method, path_and_query),
+    /// [`Denied`] if the request cannot be classified with certainty (whatever the
+    /// permissions), or the module's permissions do not allow it.
+    pub fn authorize<B>(&self, request: &mut http::Request<B>) -> Result<RequestInfo, Denied> {
+        self.judge(request, Permissions::check)
+    }
+
+    /// [`authorize`](Self::authorize) for a websocket upgrade: one to `pods/exec`,
+    /// `pods/attach` or `pods/portforward` also needs `create` (see
+    /// [`Permissions::check_websocket`]).
+    ///
+    /// # Errors
+    /// As [`authorize`](Self::authorize).
+    pub fn authorize_websocket<B>(
+        &self,
+        request: &mut http::Request<B>,
+    ) -> Result<RequestInfo, Denied> {
+        self.judge(request, Permissions::check_websocket)
+    }
+
+    fn judge<B>(
+        &self,
+        request: &mut http::Request<B>,
+        check: fn(&Permissions, &str, &RequestInfo) -> Result<(), Denied>,
+    ) -> Result<RequestInfo, Denied> {
+        let method = request.method().clone();
+        let sent = request.uri().to_string();
+        let unclassifiable =
+            |reason| Denied::unclassifiable(&self.module, method.as_str(), &sent, reason);
+        let uri = RequestUri::parse(&sent).map_err(unclassifiable)?;
+        let info = RequestInfo::of(&method, &uri).map_err(unclassifiable)?;
+        let normalized = http::Uri::try_from(uri.normalized()).map_err(|e| {
+            unclassifiable(crate::request_uri::Unclassifiable(format!(
+                "its normal form does not parse: {e}"
+            )))
+        })?;
+        *request.uri_mut() = normalized;
+        if let Some(permissions) = &self.permissions {
+            check(permissions, &self.module, &info)?;
         }
+        Ok(info)
     }
 }
 

@@ -9,7 +9,7 @@ use std::error::Error as StdError;
 use std::str::FromStr;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
+use http::header::{AUTHORIZATION, HeaderName, HeaderValue, PROXY_AUTHORIZATION};
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Method};
 use http_body_util::BodyExt;
@@ -122,15 +122,22 @@ impl Upstream {
     }
 }
 
-/// Whether a guest may not set header `name`: `authorization` and `impersonate-*` — the host
-/// authenticates and chooses the identity, the guest never does.
+/// Whether a guest may not set header `name`: every header that carries or asserts an
+/// identity — `authorization`, `proxy-authorization`, `impersonate-*`, and the front proxy's
+/// `x-remote-*` (user, group, extra) — since the host authenticates and chooses the identity,
+/// the guest never does.
 pub fn is_host_only_header(name: &HeaderName) -> bool {
-    name == AUTHORIZATION || name.as_str().starts_with("impersonate-")
+    let name = name.as_str();
+    name == AUTHORIZATION.as_str()
+        || name == PROXY_AUTHORIZATION.as_str()
+        || name.starts_with("impersonate-")
+        || name.starts_with("x-remote-")
 }
 
 /// Turns an `http_request` envelope and its body into a request relative to the API server
-/// root. Drops any `authorization` and `impersonate-*` header: a guest cannot choose its
-/// credentials or identity.
+/// root. Drops every [host-only header](is_host_only_header): a guest cannot choose its
+/// credentials or identity. The URI is as the guest wrote it; the permission check
+/// ([`crate::state::Access::authorize`]) normalises it.
 ///
 /// # Errors
 /// `invalid_request` for a bad method, a URI that is not a path (with optional query)
@@ -340,6 +347,10 @@ mod tests {
                 ("authorization", "Basic x"),
                 ("Impersonate-User", "system:admin"),
                 ("impersonate-group", "system:masters"),
+                ("Proxy-Authorization", "Basic x"),
+                ("X-Remote-User", "system:admin"),
+                ("x-remote-group", "system:masters"),
+                ("X-Remote-Extra-Scopes", "all"),
             ],
         );
         let built = build_http_request(&req, b"{}".to_vec()).expect("valid");

@@ -350,3 +350,53 @@ async fn unreachable_api_server_gives_connect_errors() {
         );
     }
 }
+
+/// A request is sent with the URI the host judged, as the API server reads it (segments
+/// decoded, then encoded only where they must be); one the host cannot read with certainty is
+/// a 403 and never leaves the host, even for a module without permissions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_go_out_as_judged_and_uncertain_ones_not_at_all() {
+    let (client, seen) = fake_client(|_| Reply::new(200, vec![Ok(b"{}".to_vec())]));
+    let get = |uri: &str| HttpRequest {
+        method: "GET".into(),
+        uri: uri.into(),
+        headers: vec![],
+        response: ResponseMode::Whole,
+    };
+    let run = run_guests(
+        Upstream::new(client, "https://fake.invalid"),
+        &[
+            (
+                "encoded",
+                http_guest(
+                    &get("/api%2Fv1/namespaces/default/%63onfigmaps?labelSelector=a%3Db"),
+                    b"",
+                    1,
+                ),
+            ),
+            (
+                "dots",
+                http_guest(
+                    &get("/api/v1/namespaces/default/configmaps/../secrets"),
+                    b"",
+                    1,
+                ),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(run.outcome("encoded"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.outcome("dots"), &ModuleOutcome::Exited(0));
+    let denied = run.lines_of("dots").join("\n");
+    assert!(
+        denied.contains(r#""status":403"#) && denied.contains("cannot classify"),
+        "{denied}"
+    );
+    let seen = seen.lock().expect("log");
+    let uris: Vec<String> = seen.iter().map(|s| s.uri.to_string()).collect();
+    assert_eq!(
+        uris,
+        ["/api/v1/namespaces/default/configmaps?labelSelector=a%3Db"],
+        "only the certain request went out, as judged"
+    );
+}

@@ -7,8 +7,10 @@
 //! - No response: `error` (`connect`, `timeout`, …); a body that breaks off: `error` with
 //!   `stream`; a line or body over the limit: `error` with `too_large`.
 //!
-//! - A request the module's [permissions](crate::permissions) refuse: one final `response`
-//!   of status 403 (a `Forbidden` `Status`), and nothing is sent upstream.
+//! - A request the module's [permissions](crate::permissions) refuse, or that the host cannot
+//!   classify as the API server would: one final `response` of status 403 (a `Forbidden`
+//!   `Status`), and nothing is sent upstream. An allowed request goes upstream with the URI
+//!   the check judged ([`crate::state::Access::authorize`]).
 //!
 //! - On a host that shares watches ([`crate::watch_cache`]), a `resourceVersion=0` list of a
 //!   collection is answered from the shared watch of that collection (a final `response`).
@@ -46,17 +48,20 @@ fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmti
     let frame = decode_frame::<HttpRequest>(&bytes)
         .map_err(|e| BadAbiCall::new(IMPORT_HTTP_REQUEST, e.to_string()))?;
     let mode = frame.header.response;
-    let request = upstream::build_http_request(&frame.header, frame.body.to_vec());
+    let mut request = upstream::build_http_request(&frame.header, frame.body.to_vec());
     let state = caller.data_mut();
     let ctx = state.ctx.clone();
-    let denied = request
-        .as_ref()
-        .ok()
-        .and_then(|r| ctx.access.check(r.method(), &r.uri().to_string()).err());
-    let shared_list = match (&ctx.shared_watches, &request) {
-        (Some(watches), Ok(r)) if mode == ResponseMode::Whole => list_key(
+    let judged = request.as_mut().ok().map(|r| ctx.access.authorize(r));
+    let (denied, info) = match judged {
+        Some(Err(denied)) => (Some(denied), None),
+        Some(Ok(info)) => (None, Some(info)),
+        None => (None, None),
+    };
+    let shared_list = match (&ctx.shared_watches, &request, &info) {
+        (Some(watches), Ok(r), Some(info)) if mode == ResponseMode::Whole => list_key(
             watches.identity.clone(),
             r.method(),
+            info,
             &r.uri().to_string(),
             &frame.header.headers,
         )

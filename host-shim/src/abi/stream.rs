@@ -8,9 +8,11 @@
 //! `sent` once the websocket accepted the message, so a guest that awaits it cannot outrun
 //! the connection.
 //!
-//! Like every request, an upgrade passes the module's permissions first (a denied one is a
-//! final 403 `response`, and nothing reaches the API server), and goes out as the module's
-//! identity: the guest's `authorization` and `impersonate-*` headers are dropped.
+//! Like every request, an upgrade passes the module's permissions first, judged on its decoded
+//! URI as the API server judges it, with `create` needed besides `get` for `pods/exec`,
+//! `pods/attach` and `pods/portforward` (a denied one is a final 403 `response`, and nothing
+//! reaches the API server); it goes out with the URI judged, as the module's identity: the
+//! guest's identity-bearing headers are dropped.
 //!
 //! A stream's task owns the websocket; dropping it (cancel, or the module ending) drops the
 //! connection.
@@ -95,7 +97,7 @@ fn stream_open(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtim
     let frame = decode_frame::<StreamOpen>(&bytes)
         .map_err(|e| BadAbiCall::new(IMPORT_STREAM_OPEN, e.to_string()))?;
     let open = frame.header;
-    let request = build_upgrade_request(&open);
+    let mut request = build_upgrade_request(&open);
     let keepalive = Duration::from_secs(open.keepalive_secs.into());
     let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
     let credit = Arc::new(Semaphore::new(permits(open.credit)));
@@ -103,9 +105,9 @@ fn stream_open(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtim
     state.streams.forget_finished(&state.ops);
     let ctx = state.ctx.clone();
     let denied = request
-        .as_ref()
+        .as_mut()
         .ok()
-        .and_then(|r| ctx.access.check(r.method(), &r.uri().to_string()).err());
+        .and_then(|r| ctx.access.authorize_websocket(r).err());
     let task_credit = credit.clone();
     let id = state.ops.start(OpKind::Stream, |id| {
         let sink = CompletionSink::new(id, ctx.completions.clone());

@@ -6,8 +6,10 @@
 //! line (events of type `ERROR` included, unchanged), then `end` when the server closes the
 //! watch, or `error` with `stream` if it breaks off. The guest decides about resuming: one op is one upstream request.
 //!
-//! A watch the module's [permissions](crate::permissions) refuse is one final `response` of
-//! status 403 (a `Forbidden` `Status`); nothing is sent upstream.
+//! A watch the module's [permissions](crate::permissions) refuse, or whose path the host cannot
+//! classify as the API server would, is one final `response` of status 403 (a `Forbidden`
+//! `Status`); nothing is sent upstream. An allowed watch goes upstream, or to the shared watch,
+//! with the path the check judged ([`crate::state::Access::authorize`]).
 //!
 //! On a host that shares watches ([`crate::watch_cache`]), a watch from `""`, `"0"` or a
 //! numeric resourceVersion without `send_initial_events` is served from the shared watch of
@@ -24,6 +26,7 @@ use wasmtime::{Caller, Linker};
 use super::http::{LinePolicy, send_denied, send_whole, stream_lines};
 use super::{BadAbiCall, memory, op_to_wasm};
 use crate::ops::{CompletionSink, ModuleGone, OpKind};
+use crate::request_info::RequestInfo;
 use crate::state::{HostState, OpContext};
 use crate::upstream;
 use crate::watch_cache::serve::{self, Served};
@@ -58,6 +61,13 @@ fn watch(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Res
     Ok(op_to_wasm(id))
 }
 
+/// Whether the API server serves a request classified as `info` as a watch of a whole
+/// collection (what a shared watch serves): a path naming an object makes it a `get`.
+fn is_collection_watch(info: &RequestInfo) -> bool {
+    matches!(info, RequestInfo::Resource(r)
+        if r.verb == "watch" && r.name.is_empty() && r.subresource.is_empty())
+}
+
 /// Runs one watch and sends its completions to `sink`.
 ///
 /// # Errors
@@ -67,18 +77,19 @@ pub async fn run(
     request: WatchRequest,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
-    let http_request = upstream::build_watch_request(&request);
-    if let Ok(req) = &http_request
-        && let Err(denied) = ctx.access.check(req.method(), &req.uri().to_string())
-    {
-        return send_denied(&denied, sink).await;
-    }
+    let mut http_request = upstream::build_watch_request(&request);
+    let info = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
+        Ok(Err(denied)) => return send_denied(&denied, sink).await,
+        Ok(Ok(info)) => Some(info),
+        Err(_) => None,
+    };
     if let Some(watches) = &ctx.shared_watches
-        && http_request.is_ok()
+        && let Ok(judged) = &http_request
+        && info.as_ref().is_some_and(is_collection_watch)
         && !request.send_initial_events
         && let Some(start) = StartAt::parse(&request.resource_version)
     {
-        let key = WatchKey::of_watch(watches.identity.clone(), &request);
+        let key = WatchKey::of_watch(watches.identity.clone(), judged.uri().path(), &request);
         let hint = match start {
             StartAt::After(rv) => Some(rv),
             StartAt::Now => None,

@@ -44,11 +44,12 @@ impl WatchKey {
         }
     }
 
-    /// The key of a module's `watch` request.
-    pub fn of_watch(identity: Option<ServiceAccount>, request: &WatchRequest) -> Self {
+    /// The key of a module's `watch` request of the collection at `path` (the path its
+    /// permission check judged, not the request's own spelling).
+    pub fn of_watch(identity: Option<ServiceAccount>, path: &str, request: &WatchRequest) -> Self {
         Self::new(
             identity,
-            &request.path,
+            path,
             request.label_selector.as_deref(),
             request.field_selector.as_deref(),
             request.metadata_only,
@@ -80,16 +81,21 @@ impl std::fmt::Display for WatchKey {
 /// (optionally `resourceVersionMatch=NotOlderThan`; `limit` and `timeoutSeconds` are ignored
 /// there, as the cacher ignores them), no `continue`, no `watch`, no other parameter, and an
 /// `Accept` of plain JSON or of `PartialObjectMetadataList`. `None` for anything else.
+///
+/// `info` is the request's classification and `uri` the URI it was judged on
+/// ([`crate::state::Access::authorize`]), so the key's path is the collection the module was
+/// allowed to list.
 pub fn list_key(
     identity: Option<ServiceAccount>,
     method: &http::Method,
+    info: &RequestInfo,
     uri: &str,
     headers: &[(String, String)],
 ) -> Option<WatchKey> {
     if method != http::Method::GET {
         return None;
     }
-    let RequestInfo::Resource(info) = RequestInfo::of(method, uri) else {
+    let RequestInfo::Resource(info) = info else {
         return None;
     };
     if info.verb != "list" || !info.subresource.is_empty() {
@@ -175,17 +181,23 @@ mod tests {
         );
     }
 
-    fn list(uri: &str, accept: Option<&str>) -> Option<WatchKey> {
+    fn list_as(method: http::Method, uri: &str, accept: Option<&str>) -> Option<WatchKey> {
         let headers: Vec<(String, String)> = accept
             .map(|a| vec![("Accept".to_owned(), a.to_owned())])
             .unwrap_or_default();
-        list_key(None, &http::Method::GET, uri, &headers)
+        let parsed = crate::request_uri::RequestUri::parse(uri).expect("a certain URI");
+        let info = RequestInfo::of(&method, &parsed).expect("classified");
+        list_key(None, &method, &info, &parsed.normalized(), &headers)
+    }
+
+    fn list(uri: &str, accept: Option<&str>) -> Option<WatchKey> {
+        list_as(http::Method::GET, uri, accept)
     }
 
     #[test]
     fn lists_the_cacher_serves() {
         let key = list(
-            "/api/v1/namespaces/n/configmaps?&labelSelector=app%3Dx&resourceVersion=0&limit=500",
+            "/api%2Fv1/namespaces/n/configmaps?&labelSelector=app%3Dx&resourceVersion=0&limit=500",
             None,
         )
         .expect("served from the cache");
@@ -240,11 +252,10 @@ mod tests {
             assert_eq!(list(uri, accept), None, "{uri} {accept:?}");
         }
         assert_eq!(
-            list_key(
-                None,
-                &http::Method::DELETE,
+            list_as(
+                http::Method::DELETE,
                 "/api/v1/namespaces/n/configmaps?resourceVersion=0",
-                &[]
+                None
             ),
             None
         );

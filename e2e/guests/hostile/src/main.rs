@@ -6,7 +6,11 @@
 //! - `oom`: allocates 1 MiB blocks and keeps them, forever;
 //! - `panic`: panics;
 //! - `garbage`: calls the `http_request` import with bytes that are not an ABI frame
-//!   (wasm32 only).
+//!   (wasm32 only);
+//! - `tries`: sends each line of `HOSTILE_TRIES` (`IMPORT METHOD URI`, IMPORT one of `http`,
+//!   `watch`, `stream`) straight through that import, spelled as given, prints
+//!   `hostile: IMPORT METHOD URI -> OUTCOME` (the first completion's status, or
+//!   `error <code>`), then `hostile: tries done` (wasm32 only).
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -38,6 +42,7 @@ async fn main() -> anyhow::Result<()> {
         }
         "panic" => panic!("hostile: panicking on purpose"),
         "garbage" => garbage(),
+        "tries" => tries(&std::env::var("HOSTILE_TRIES")?).await,
         other => anyhow::bail!("unknown HOSTILE_MODE {other:?}"),
     }
 }
@@ -58,4 +63,62 @@ fn garbage() -> anyhow::Result<()> {
 #[cfg(not(target_arch = "wasm32"))]
 fn garbage() -> anyhow::Result<()> {
     anyhow::bail!("garbage ABI calls exist only in wasm32")
+}
+
+#[cfg(target_arch = "wasm32")]
+async fn tries(lines: &str) -> anyhow::Result<()> {
+    use kube_wasm_abi::{Completion, HttpRequest, ResponseMode, StreamOpen, WatchRequest};
+    use kube_wasm_guest::Op;
+
+    for line in lines.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let mut words = line.split(' ');
+        let (Some(import), Some(method), Some(uri)) = (words.next(), words.next(), words.next())
+        else {
+            anyhow::bail!("a try is `IMPORT METHOD URI`, not {line:?}");
+        };
+        let mut op = match import {
+            "http" => Op::http(
+                &HttpRequest {
+                    method: method.into(),
+                    uri: uri.into(),
+                    headers: vec![("accept".into(), "application/json".into())],
+                    response: ResponseMode::Whole,
+                },
+                b"{}",
+            ),
+            "watch" => Op::watch(&WatchRequest {
+                path: uri.into(),
+                label_selector: None,
+                field_selector: None,
+                timeout_seconds: Some(5),
+                bookmarks: false,
+                send_initial_events: false,
+                resource_version: String::new(),
+                metadata_only: false,
+            }),
+            "stream" => Op::stream_open(&StreamOpen {
+                method: method.into(),
+                uri: uri.into(),
+                headers: Vec::new(),
+                credit: 1,
+                keepalive_secs: 0,
+            }),
+            other => anyhow::bail!("unknown import {other:?}"),
+        };
+        let outcome = match op.next().await.map(|d| d.completion) {
+            Some(Completion::Response { status, .. } | Completion::Head { status, .. }) => {
+                status.to_string()
+            }
+            Some(Completion::Error(err)) => format!("error {:?}", err.code),
+            other => format!("{other:?}"),
+        };
+        println!("hostile: {line} -> {outcome}");
+    }
+    println!("hostile: tries done");
+    Ok(())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+async fn tries(_lines: &str) -> anyhow::Result<()> {
+    anyhow::bail!("raw import calls exist only in wasm32")
 }
