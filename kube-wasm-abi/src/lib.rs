@@ -18,7 +18,8 @@ pub mod stream;
 pub use frame::{Frame, FrameError, decode_frame, encode_frame};
 pub use lines::LineFramer;
 pub use ops::{
-    Completion, ErrorCode, HttpRequest, OpError, OpId, ResponseMode, UpgradeFailure, WatchRequest,
+    Completion, DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, HttpRequest, OpError, OpId, ResponseMode,
+    UpgradeFailure, WatchRequest,
 };
 pub use stream::{DEFAULT_STREAM_CREDIT, StreamOpen, StreamSend};
 
