@@ -9,6 +9,7 @@
 //! Every payload is a [`frame`]: a small JSON header followed by raw body bytes, so
 //! Kubernetes JSON is never re-encoded on the way through.
 
+pub mod env;
 pub mod frame;
 pub mod lines;
 pub mod names;
