@@ -45,6 +45,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use kube_wasm_abi::env::ENV_PREFIX;
 use serde::Deserialize;
 
 use crate::backoff::Backoff;
@@ -352,9 +353,9 @@ fn validate_module(
             problems.push(format!(
                 "{at}.env: {key:?} is not a variable name (empty, or has `=` or NUL)"
             ));
-        } else if key.starts_with("KUBE_WASM_") {
+        } else if key.starts_with(ENV_PREFIX) {
             problems.push(format!(
-                "{at}.env.{key}: the host sets KUBE_WASM_* variables (use `namespace` for the default namespace)"
+                "{at}.env.{key}: the host sets {ENV_PREFIX}* variables (use `namespace` for the default namespace)"
             ));
         }
     }

@@ -84,6 +84,7 @@ mod tests {
     use super::*;
     use crate::abi::BadAbiCall;
     use crate::module::EndReason;
+    use kube_wasm_abi::names::{EXPORT_START, IMPORT_WATCH};
     use std::time::Duration;
 
     #[test]
@@ -92,9 +93,9 @@ mod tests {
         assert!(!policy.restarts_after(&ModuleOutcome::Exited(0)));
         assert!(policy.restarts_after(&ModuleOutcome::Exited(2)));
         for err in [
-            ModuleError::BadAbiCall(BadAbiCall::new("watch", "garbage")),
+            ModuleError::BadAbiCall(BadAbiCall::new(IMPORT_WATCH, "garbage")),
             ModuleError::DeadlineExceeded {
-                during: "_start",
+                during: EXPORT_START,
                 deadline: Duration::from_secs(1),
             },
             ModuleError::AllocFailed { len: 3 },

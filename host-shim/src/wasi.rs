@@ -7,13 +7,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::output::{OutputTarget, PrefixedOutput, Stream};
 
-/// `KUBE_WASM_MODULE`: the module's name in the host.
-pub const ENV_MODULE: &str = "KUBE_WASM_MODULE";
-/// `KUBE_WASM_DEFAULT_NAMESPACE`: the module's default namespace (its manifest `namespace`,
-/// else the default namespace of the host's kube config).
-pub const ENV_DEFAULT_NAMESPACE: &str = "KUBE_WASM_DEFAULT_NAMESPACE";
-/// `KUBE_WASM_CLUSTER_URL`: the API server URL, for information only.
-pub const ENV_CLUSTER_URL: &str = "KUBE_WASM_CLUSTER_URL";
+pub use kube_wasm_abi::env::{ENV_CLUSTER_URL, ENV_DEFAULT_NAMESPACE, ENV_MODULE};
 
 /// The environment of module `name`: the three `KUBE_WASM_*` variables, then the configured
 /// `extra` pairs in order, a later pair replacing an earlier one of the same key (so a

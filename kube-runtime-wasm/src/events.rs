@@ -11,6 +11,7 @@ use k8s_openapi::api::events::v1::{Event as K8sEvent, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube_core::ResourceExt;
+use kube_wasm_abi::env::ENV_MODULE;
 use kube_wasm_client::api::{Patch, PatchParams, PostParams};
 use kube_wasm_client::{Api, Client};
 use std::collections::HashMap;
@@ -19,10 +20,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// How long a published event is remembered for deduplication, after its last occurrence.
 const CACHE_TTL: SignedDuration = SignedDuration::from_mins(6);
-
-/// The environment variable the kube-wasm host sets to the module's name (SPEC
-/// "Environment"); it stands in for the hostname kube-runtime uses as the instance.
-const MODULE_ENV: &str = "KUBE_WASM_MODULE";
 
 /// An event to publish with [`Recorder::publish`], as kube-runtime 5.0's `events::Event`.
 /// Every string is for humans.
@@ -130,7 +127,7 @@ impl From<&str> for Reporter {
     fn from(controller: &str) -> Self {
         Self {
             controller: controller.into(),
-            instance: std::env::var(MODULE_ENV).ok(),
+            instance: std::env::var(ENV_MODULE).ok(),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! Every payload is a [`frame`]: a small JSON header followed by raw body bytes, so
 //! Kubernetes JSON is never re-encoded on the way through.
 
+pub mod env;
 pub mod frame;
 pub mod lines;
 pub mod names;
@@ -18,7 +19,8 @@ pub mod stream;
 pub use frame::{Frame, FrameError, decode_frame, encode_frame};
 pub use lines::LineFramer;
 pub use ops::{
-    Completion, ErrorCode, HttpRequest, OpError, OpId, ResponseMode, UpgradeFailure, WatchRequest,
+    Completion, DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, HttpRequest, OpError, OpId, ResponseMode,
+    UpgradeFailure, WatchRequest,
 };
 pub use stream::{DEFAULT_STREAM_CREDIT, StreamOpen, StreamSend};
 

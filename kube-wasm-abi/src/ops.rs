@@ -40,6 +40,12 @@ pub enum ResponseMode {
     Lines,
 }
 
+/// The server-side timeout of a watch whose [`WatchRequest::timeout_seconds`] is `None`, in
+/// seconds: the `timeoutSeconds` kube-core 5.0 sends when `WatchParams::timeout` is `None`.
+/// The host asks the API server for it (or ends a shared watch after it), and a guest's
+/// watcher counts its idle limit from it plus 5 s, as kube-runtime's `watcher` does.
+pub const DEFAULT_WATCH_TIMEOUT_SECS: u32 = 290;
+
 /// The header of a `watch` frame (the frame body is empty): a Kubernetes watch of one
 /// resource collection, given by its parts rather than a URL so that the host knows the
 /// resource and parameters (and can later share identical upstream watches).
@@ -57,8 +63,8 @@ pub struct WatchRequest {
     /// `fieldSelector`, if any.
     #[serde(default)]
     pub field_selector: Option<String>,
-    /// `timeoutSeconds`: server-side timeout of the watch, in seconds; the API server's
-    /// default (290 s as kube sends it) when absent.
+    /// `timeoutSeconds`: server-side timeout of the watch, in seconds;
+    /// [`DEFAULT_WATCH_TIMEOUT_SECS`] (290 s, as kube sends it) when absent.
     #[serde(default)]
     pub timeout_seconds: Option<u32>,
     /// `allowWatchBookmarks`.

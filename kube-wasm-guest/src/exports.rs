@@ -1,6 +1,7 @@
 //! The guest's ABI exports (wasm32 only). See SPEC.md, "Exports".
 
 use crate::entry;
+use kube_wasm_abi::abi_name;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -11,14 +12,14 @@ thread_local! {
 }
 
 /// `kube_wasm_abi_version() -> i32`: the packed ABI version this guest speaks.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = abi_name!(EXPORT_ABI_VERSION))]
 pub extern "C" fn kube_wasm_abi_version() -> u32 {
     kube_wasm_abi::ABI_VERSION
 }
 
 /// `kube_wasm_alloc(len: i32) -> i32`: a buffer of `len` bytes for the host to write one
 /// completion frame into; 0 if memory is exhausted.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = abi_name!(EXPORT_ALLOC))]
 pub extern "C" fn kube_wasm_alloc(len: usize) -> *mut u8 {
     let mut buf: Vec<u8> = Vec::new();
     if buf.try_reserve_exact(len.max(1)).is_err() {
@@ -34,7 +35,7 @@ pub extern "C" fn kube_wasm_alloc(len: usize) -> *mut u8 {
 /// `kube_wasm_complete(op: i64, ptr: i32, len: i32)`: takes back the buffer from
 /// `kube_wasm_alloc`, delivers the completion to `op` and runs until stalled. A pointer that
 /// `kube_wasm_alloc` did not hand out, or a length beyond it, is ignored.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = abi_name!(EXPORT_COMPLETE))]
 pub extern "C" fn kube_wasm_complete(op: u64, ptr: *mut u8, len: usize) {
     let Some(capacity) = LENT.with(|lent| lent.borrow_mut().remove(&(ptr as usize))) else {
         eprintln!("kube-wasm: completion for op {op} in a buffer the guest did not lend; ignored");

@@ -46,26 +46,51 @@ pub fn stream_credit(stream: OpId, n: u32) -> bool {
 
 #[cfg(target_arch = "wasm32")]
 mod imp {
-    use kube_wasm_abi::OpId;
+    use kube_wasm_abi::{OpId, abi_name};
 
+    // `wasm_import_module` takes only a literal (not even a macro): checked against
+    // `kube_wasm_abi::names::IMPORT_MODULE` at compile time below.
     #[link(wasm_import_module = "kube_wasm_v1")]
     unsafe extern "C" {
-        #[link_name = "http_request"]
+        #[link_name = abi_name!(IMPORT_HTTP_REQUEST)]
         fn kube_wasm_http_request(ptr: *const u8, len: usize) -> u64;
-        #[link_name = "watch"]
+        #[link_name = abi_name!(IMPORT_WATCH)]
         fn kube_wasm_watch(ptr: *const u8, len: usize) -> u64;
-        #[link_name = "delay"]
+        #[link_name = abi_name!(IMPORT_DELAY)]
         fn kube_wasm_delay(millis: i64) -> u64;
-        #[link_name = "stop_signal"]
+        #[link_name = abi_name!(IMPORT_STOP_SIGNAL)]
         fn kube_wasm_stop_signal() -> u64;
-        #[link_name = "cancel"]
+        #[link_name = abi_name!(IMPORT_CANCEL)]
         fn kube_wasm_cancel(op: u64) -> i32;
-        #[link_name = "stream_open"]
+        #[link_name = abi_name!(IMPORT_STREAM_OPEN)]
         fn kube_wasm_stream_open(ptr: *const u8, len: usize) -> u64;
-        #[link_name = "stream_send"]
+        #[link_name = abi_name!(IMPORT_STREAM_SEND)]
         fn kube_wasm_stream_send(stream: u64, ptr: *const u8, len: usize) -> u64;
-        #[link_name = "stream_credit"]
+        #[link_name = abi_name!(IMPORT_STREAM_CREDIT)]
         fn kube_wasm_stream_credit(stream: u64, n: i32) -> i32;
+    }
+
+    const _: () = assert!(
+        same(
+            b"kube_wasm_v1",
+            kube_wasm_abi::names::IMPORT_MODULE.as_bytes()
+        ),
+        "the `wasm_import_module` above is not kube_wasm_abi::names::IMPORT_MODULE"
+    );
+
+    /// `a == b`, in a `const` context.
+    const fn same(a: &[u8], b: &[u8]) -> bool {
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
     }
 
     // SAFETY (all functions below): the imports only read `len` bytes at `ptr`, which come
@@ -106,6 +131,9 @@ mod imp {
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
     use crate::fake::{Submitted, try_with_installed, with_installed};
+    use kube_wasm_abi::names::{
+        IMPORT_HTTP_REQUEST, IMPORT_STREAM_OPEN, IMPORT_STREAM_SEND, IMPORT_WATCH,
+    };
     use kube_wasm_abi::{HttpRequest, OpId, StreamOpen, StreamSend, WatchRequest, decode_frame};
 
     pub fn http_request(frame: &[u8]) -> OpId {
@@ -115,7 +143,7 @@ mod imp {
                 request: f.header,
                 body: f.body.to_vec(),
             }),
-            Err(e) => host.bad_call("http_request", e),
+            Err(e) => host.bad_call(IMPORT_HTTP_REQUEST, e),
         })
     }
 
@@ -125,7 +153,7 @@ mod imp {
                 id,
                 request: f.header,
             }),
-            Err(e) => host.bad_call("watch", e),
+            Err(e) => host.bad_call(IMPORT_WATCH, e),
         })
     }
 
@@ -143,7 +171,7 @@ mod imp {
                 id,
                 request: f.header,
             }),
-            Err(e) => host.bad_call("stream_open", e),
+            Err(e) => host.bad_call(IMPORT_STREAM_OPEN, e),
         })
     }
 
@@ -155,7 +183,7 @@ mod imp {
                 message: f.header,
                 body: f.body.to_vec(),
             }),
-            Err(e) => host.bad_call("stream_send", e),
+            Err(e) => host.bad_call(IMPORT_STREAM_SEND, e),
         })
     }
 

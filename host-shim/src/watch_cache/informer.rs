@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http_body_util::BodyExt as _;
 use kube::client::Body;
 use kube_core::params::{ListParams, VersionMatch};
-use kube_wasm_abi::{ErrorCode, LineFramer, OpError, WatchRequest};
+use kube_wasm_abi::{DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, LineFramer, OpError, WatchRequest};
 use tokio::time::Instant;
 
 use super::event::{ParsedList, WatchLine, parse_list, parse_watch_line};
@@ -29,9 +29,6 @@ const RETRY: Backoff = Backoff {
     max: Duration::from_secs(10),
     reset_after: Duration::from_secs(30),
 };
-
-/// Server-side timeout of the informer's watches, as kube's watcher asks.
-const WATCH_TIMEOUT_SECS: u32 = 290;
 
 /// Why a LIST did not give a store.
 enum ListFailure {
@@ -162,7 +159,7 @@ async fn watch(upstream: &Upstream, shared: &Shared, cache: &WatchCache) -> Watc
         path: key.path.clone(),
         label_selector: key.label_selector.clone(),
         field_selector: key.field_selector.clone(),
-        timeout_seconds: Some(WATCH_TIMEOUT_SECS),
+        timeout_seconds: Some(DEFAULT_WATCH_TIMEOUT_SECS),
         bookmarks: true,
         send_initial_events: false,
         resource_version: from.to_string(),

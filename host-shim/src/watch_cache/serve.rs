@@ -4,15 +4,12 @@
 
 use std::time::Duration;
 
-use kube_wasm_abi::{Completion, WatchRequest};
+use kube_wasm_abi::{Completion, DEFAULT_WATCH_TIMEOUT_SECS, WatchRequest};
 use tokio::time::Instant;
 
 use super::event::{bookmark_line, too_old_line};
 use super::{Phase, StartAt, Subscription};
 use crate::ops::{CompletionSink, ModuleGone};
-
-/// Server-side timeout of a watch that names none, as kube sends it.
-const DEFAULT_TIMEOUT_SECS: u32 = 290;
 
 /// kube-apiserver sends a watcher that asked for bookmarks one this long before its timeout.
 const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -71,7 +68,9 @@ pub(crate) async fn watch(
     }
     let shared = &subscription.shared;
     let timeout = Duration::from_secs(u64::from(
-        request.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECS),
+        request
+            .timeout_seconds
+            .unwrap_or(DEFAULT_WATCH_TIMEOUT_SECS),
     ));
     let deadline = Instant::now() + timeout;
     let mut bookmark_at = (request.bookmarks && timeout > BOOKMARK_BEFORE_TIMEOUT)

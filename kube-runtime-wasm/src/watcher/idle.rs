@@ -5,6 +5,7 @@
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube_core::WatchEvent;
+use kube_wasm_abi::DEFAULT_WATCH_TIMEOUT_SECS;
 use kube_wasm_tokio::time::{Instant, Sleep, sleep};
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
@@ -13,9 +14,6 @@ use std::time::Duration;
 
 /// The margin added to the server-side timeout, as kube's `WATCH_IDLE_TIMEOUT_MARGIN`.
 const IDLE_MARGIN: Duration = Duration::from_secs(5);
-
-/// The server-side timeout the host asks for when the config has none (kube's default).
-const DEFAULT_TIMEOUT_SECS: u32 = 290;
 
 /// The event stream of one established watch.
 pub(crate) type WatchStream<V> = BoxStream<'static, kube_wasm_client::Result<WatchEvent<V>>>;
@@ -43,7 +41,8 @@ impl<V> IdleWatch<V> {
         let limit = match timeout {
             Some(0) => None,
             other => Some(
-                Duration::from_secs(u64::from(other.unwrap_or(DEFAULT_TIMEOUT_SECS))) + IDLE_MARGIN,
+                Duration::from_secs(u64::from(other.unwrap_or(DEFAULT_WATCH_TIMEOUT_SECS)))
+                    + IDLE_MARGIN,
             ),
         };
         Self {

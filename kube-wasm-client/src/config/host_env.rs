@@ -4,12 +4,7 @@
 use super::errors::{InClusterError, InferConfigError};
 use std::env::VarError;
 
-/// `KUBE_WASM_DEFAULT_NAMESPACE`: the default namespace of the host's kube `Config`.
-pub const ENV_DEFAULT_NAMESPACE: &str = "KUBE_WASM_DEFAULT_NAMESPACE";
-
-/// `KUBE_WASM_CLUSTER_URL`: the host's API server URL, for information only — the guest
-/// never connects to it.
-pub const ENV_CLUSTER_URL: &str = "KUBE_WASM_CLUSTER_URL";
+pub use kube_wasm_abi::env::{ENV_CLUSTER_URL, ENV_DEFAULT_NAMESPACE};
 
 /// The namespace used when the host gives none (or an empty one), as kube does for a
 /// kubeconfig context without a namespace.
