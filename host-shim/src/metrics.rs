@@ -321,13 +321,13 @@ impl Metrics {
     }
 
     /// Sets the shared-watch figures.
-    pub fn set_watch_cache(&self, totals: &crate::watch_cache::CacheTotals) {
+    pub fn set_watch_cache(&self, totals: &CacheTotals) {
         let set = |gauge: &Gauge, n: usize| gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
         set(&self.shared_watches, totals.informers);
         set(&self.shared_subscribers, totals.subscribers);
-        set(&self.watch_cache_objects, totals.size.objects);
-        set(&self.watch_cache_events, totals.size.events);
-        set(&self.watch_cache_bytes, totals.size.bytes);
+        set(&self.watch_cache_objects, totals.objects);
+        set(&self.watch_cache_events, totals.events);
+        set(&self.watch_cache_bytes, totals.bytes);
     }
 
     /// The metrics in the Prometheus text format (OpenMetrics flavour, ending in `# EOF`).
@@ -337,6 +337,23 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
+}
+
+/// Totals over every shared watch (the host's [`crate::watch_cache`]), as the metrics
+/// report them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheTotals {
+    /// Shared watches (informers) alive.
+    pub informers: usize,
+    /// Module watches and lists subscribed to them.
+    pub subscribers: usize,
+    /// Objects held in the stores.
+    pub objects: usize,
+    /// Events held in the stores' histories.
+    pub events: usize,
+    /// Bytes of object JSON plus bytes of event lines in the stores (an upper bound of the
+    /// memory they hold).
+    pub bytes: usize,
 }
 
 /// The per-module series of suspends and resumes.

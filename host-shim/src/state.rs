@@ -10,36 +10,13 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::memory_cap::MemoryCap;
 use crate::metrics::Metrics;
-use crate::ops::{Delivery, OpTable};
+pub use crate::ops::OpLimits;
+use crate::ops::{Delivery, OpTable, StreamTable};
 use crate::permissions::{Denied, Permissions};
 use crate::request_info::RequestInfo;
 use crate::request_uri::RequestUri;
 use crate::stop::Phase;
 use crate::upstream::Upstream;
-
-/// Limits that apply to the ops of every module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpLimits {
-    /// Longest line (`lines` mode) or watch event the host passes on, in bytes.
-    pub max_line_bytes: usize,
-    /// Largest whole response body the host passes on, in bytes.
-    pub max_body_bytes: usize,
-    /// Longest wait for the response head of an `http_request` (not of a `watch`, which is
-    /// long-lived by design); past it the op completes with an `error` of code `timeout`.
-    /// `None`: only kube's own connect and read timeouts apply.
-    pub request_timeout: Option<Duration>,
-}
-
-impl Default for OpLimits {
-    fn default() -> Self {
-        Self {
-            max_line_bytes: 16 * 1024 * 1024,
-            max_body_bytes: 512 * 1024 * 1024,
-            // The apiserver's own `--request-timeout` default.
-            request_timeout: Some(Duration::from_secs(60)),
-        }
-    }
-}
 
 /// What op work tasks are given: the API server, where to send completions, and the host's
 /// stop phase.
@@ -133,7 +110,7 @@ pub struct HostState {
     /// The module's live ops.
     pub ops: OpTable,
     /// The writer ends and credit of the module's `stream_open` ops (ABI 1.1).
-    pub streams: crate::abi::stream::StreamTable,
+    pub streams: StreamTable,
     /// What op tasks need.
     pub ctx: OpContext,
     /// Whether the module ever called `stop_signal`: a module that never did is ended at once

@@ -3,7 +3,8 @@
 //!
 //! Every import is synchronous and quick: it copies its argument out of guest memory, decodes
 //! it, registers an op in the module's [`OpTable`](crate::ops::OpTable), spawns a tokio task
-//! doing the work and returns the op id. It never calls into the guest. A malformed argument
+//! doing the work and returns the op id (one way for all: `op.rs`; the completions that answer
+//! a request: [`respond`]). It never calls into the guest. A malformed argument
 //! is a [`BadAbiCall`]: the import returns it as an error, which traps the guest, and the
 //! module loop ends the module with that error.
 
@@ -11,6 +12,8 @@ pub mod cancel;
 pub mod exports;
 pub mod http;
 pub mod memory;
+mod op;
+pub mod respond;
 pub mod signal;
 pub mod stream;
 pub mod timer;
@@ -55,17 +58,8 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// The imports this host provides in module `kube_wasm_v1`.
-pub const PROVIDED_IMPORTS: &[&str] = &[
-    kube_wasm_abi::names::IMPORT_HTTP_REQUEST,
-    kube_wasm_abi::names::IMPORT_WATCH,
-    kube_wasm_abi::names::IMPORT_DELAY,
-    kube_wasm_abi::names::IMPORT_STOP_SIGNAL,
-    kube_wasm_abi::names::IMPORT_CANCEL,
-    kube_wasm_abi::names::IMPORT_STREAM_OPEN,
-    kube_wasm_abi::names::IMPORT_STREAM_SEND,
-    kube_wasm_abi::names::IMPORT_STREAM_CREDIT,
-];
+/// The imports this host provides in module `kube_wasm_v1`: every one the ABI defines.
+pub const PROVIDED_IMPORTS: &[&str] = kube_wasm_abi::names::IMPORTS;
 
 /// Op ids cross the ABI as `i64` and are read as unsigned (SPEC.md, "Types").
 pub(crate) fn op_to_wasm(id: kube_wasm_abi::OpId) -> i64 {

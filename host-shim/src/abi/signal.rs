@@ -6,8 +6,9 @@ use kube_wasm_abi::Completion;
 use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_STOP_SIGNAL};
 use wasmtime::{Caller, Linker};
 
+use super::op::spawn_op;
 use super::op_to_wasm;
-use crate::ops::{CompletionSink, OpKind};
+use crate::ops::OpKind;
 use crate::state::HostState;
 use crate::stop::Phase;
 
@@ -23,18 +24,13 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 fn stop_signal(mut caller: Caller<'_, HostState>) -> i64 {
     let state = caller.data_mut();
     state.asked_for_stop = true;
-    let ctx = state.ctx.clone();
-    let id = state.ops.start(OpKind::StopSignal, |id| {
-        let sink = CompletionSink::new(id, ctx.completions.clone());
+    let id = spawn_op(state, OpKind::StopSignal, |ctx, sink| async move {
         let mut phase = ctx.phase;
-        ctx.runtime
-            .spawn(async move {
-                // If the host drops its stop handle, no stop can come: stay pending.
-                if phase.wait_for(|p| *p != Phase::Running).await.is_ok() {
-                    let _ = sink.send(&Completion::Stop {}, b"").await;
-                }
-            })
-            .abort_handle()
+        // If the host drops its stop handle, no stop can come: stay pending.
+        if phase.wait_for(|p| *p != Phase::Running).await.is_ok() {
+            sink.send(&Completion::Stop {}, b"").await?;
+        }
+        Ok(())
     });
     op_to_wasm(id)
 }

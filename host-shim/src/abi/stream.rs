@@ -17,7 +17,6 @@
 //! A stream's task owns the websocket; dropping it (cancel, or the module ending) drops the
 //! connection.
 
-use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,18 +27,17 @@ use kube_wasm_abi::names::{
     IMPORT_MODULE, IMPORT_STREAM_CREDIT, IMPORT_STREAM_OPEN, IMPORT_STREAM_SEND,
 };
 use kube_wasm_abi::stream::{PROTOCOL_V4, PROTOCOL_V5};
-use kube_wasm_abi::{
-    Completion, ErrorCode, OpError, OpId, StreamOpen, StreamSend, UpgradeFailure, decode_frame,
-};
+use kube_wasm_abi::{Completion, ErrorCode, OpError, StreamOpen, StreamSend, UpgradeFailure};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tracing::Instrument as _;
 use wasmtime::{Caller, Linker};
 
-use super::{BadAbiCall, memory, op_from_wasm, op_to_wasm};
-use crate::ops::{CompletionSink, ModuleGone, OpKind};
+use super::op::{read_frame, spawn_op};
+use super::respond::send_denied;
+use super::{op_from_wasm, op_to_wasm};
+use crate::ops::{CompletionSink, ModuleGone, OpKind, Outgoing, StreamHandle};
 use crate::state::{HostState, OpContext};
 use crate::upstream;
 
@@ -57,30 +55,6 @@ const HANDSHAKE_HEADERS: &[&str] = &[
 /// frame payload, less the 2-byte code).
 const MAX_CLOSE_REASON: usize = 123;
 
-/// One message the guest queued, and where to report that it went out.
-struct Outgoing {
-    message: Message,
-    done: oneshot::Sender<Result<(), OpError>>,
-}
-
-/// The guest-facing ends of one live stream.
-struct StreamHandle {
-    outgoing: mpsc::UnboundedSender<Outgoing>,
-    credit: Arc<Semaphore>,
-}
-
-/// The streams of one module, by the op id of their `stream_open`.
-#[derive(Default)]
-pub struct StreamTable {
-    streams: HashMap<OpId, StreamHandle>,
-}
-
-impl StreamTable {
-    fn forget_finished(&mut self, ops: &crate::ops::OpTable) {
-        self.streams.retain(|id, _| ops.is_live(*id));
-    }
-}
-
 /// Adds `stream_open`, `stream_send` and `stream_credit` to `linker`.
 ///
 /// # Errors
@@ -93,46 +67,29 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 }
 
 fn stream_open(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
-    let bytes = memory::read_guest_bytes(&mut caller, IMPORT_STREAM_OPEN, ptr, len)?;
-    let frame = decode_frame::<StreamOpen>(&bytes)
-        .map_err(|e| BadAbiCall::new(IMPORT_STREAM_OPEN, e.to_string()))?;
-    let open = frame.header;
+    let open = read_frame::<StreamOpen>(&mut caller, IMPORT_STREAM_OPEN, ptr, len)?.header;
     let mut request = build_upgrade_request(&open);
     let keepalive = Duration::from_secs(open.keepalive_secs.into());
     let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
     let credit = Arc::new(Semaphore::new(permits(open.credit)));
     let state = caller.data_mut();
     state.streams.forget_finished(&state.ops);
-    let ctx = state.ctx.clone();
     let denied = request
         .as_mut()
         .ok()
-        .and_then(|r| ctx.access.authorize_websocket(r).err());
-    let task_credit = credit.clone();
-    let id = state.ops.start(OpKind::Stream, |id| {
-        let sink = CompletionSink::new(id, ctx.completions.clone());
-        ctx.runtime
-            .clone()
-            .spawn(
-                async move {
-                    let streams = Relay {
-                        outgoing: outgoing_rx,
-                        credit: task_credit,
-                        keepalive,
-                    };
-                    let _ = match denied {
-                        Some(denied) => super::http::send_denied(&denied, &sink).await,
-                        None => run(ctx, request, streams, &sink).await,
-                    };
-                }
-                .instrument(tracing::Span::current()),
-            )
-            .abort_handle()
+        .and_then(|r| state.ctx.access.authorize_websocket(r).err());
+    let relay = Relay {
+        outgoing: outgoing_rx,
+        credit: credit.clone(),
+        keepalive,
+    };
+    let id = spawn_op(state, OpKind::Stream, |ctx, sink| async move {
+        match denied {
+            Some(denied) => send_denied(&denied, &sink).await,
+            None => relay_stream(ctx, request, relay, &sink).await,
+        }
     });
-    state
-        .streams
-        .streams
-        .insert(id, StreamHandle { outgoing, credit });
+    state.streams.insert(id, StreamHandle { outgoing, credit });
     Ok(op_to_wasm(id))
 }
 
@@ -142,13 +99,11 @@ fn stream_send(
     ptr: i32,
     len: i32,
 ) -> wasmtime::Result<i64> {
-    let bytes = memory::read_guest_bytes(&mut caller, IMPORT_STREAM_SEND, ptr, len)?;
-    let frame = decode_frame::<StreamSend>(&bytes)
-        .map_err(|e| BadAbiCall::new(IMPORT_STREAM_SEND, e.to_string()))?;
+    let argument = read_frame::<StreamSend>(&mut caller, IMPORT_STREAM_SEND, ptr, len)?;
     let stream = op_from_wasm(stream);
-    let message = to_message(frame.header, frame.body);
+    let message = to_message(argument.header, &argument.body);
     let state = caller.data_mut();
-    let queued = match (message, state.streams.streams.get(&stream)) {
+    let queued = match (message, state.streams.get(stream)) {
         (Err(err), _) => Err(err),
         (Ok(_), None) => Err(OpError::new(
             ErrorCode::InvalidRequest,
@@ -164,24 +119,18 @@ fn stream_send(
         }
         (Ok(_), Some(_)) => Err(OpError::new(ErrorCode::Stream, "the stream has ended")),
     };
-    let ctx = state.ctx.clone();
-    let id = state.ops.start(OpKind::StreamSend, |id| {
-        let sink = CompletionSink::new(id, ctx.completions.clone());
-        ctx.runtime
-            .spawn(async move {
-                let outcome = match queued {
-                    Ok(done) => done.await.unwrap_or_else(|_| {
-                        Err(OpError::new(ErrorCode::Stream, "the stream has ended"))
-                    }),
-                    Err(err) => Err(err),
-                };
-                let completion = match outcome {
-                    Ok(()) => Completion::Sent {},
-                    Err(err) => Completion::Error(err),
-                };
-                let _ = sink.send(&completion, b"").await;
-            })
-            .abort_handle()
+    let id = spawn_op(state, OpKind::StreamSend, |_, sink| async move {
+        let outcome = match queued {
+            Ok(done) => done
+                .await
+                .unwrap_or_else(|_| Err(OpError::new(ErrorCode::Stream, "the stream has ended"))),
+            Err(err) => Err(err),
+        };
+        let completion = match outcome {
+            Ok(()) => Completion::Sent {},
+            Err(err) => Completion::Error(err),
+        };
+        sink.send(&completion, b"").await
     });
     Ok(op_to_wasm(id))
 }
@@ -189,7 +138,7 @@ fn stream_send(
 fn stream_credit(mut caller: Caller<'_, HostState>, stream: i64, n: i32) -> i32 {
     let stream = op_from_wasm(stream);
     let state = caller.data_mut();
-    match state.streams.streams.get(&stream) {
+    match state.streams.get(stream) {
         Some(handle) if state.ops.is_live(stream) => {
             let n = usize::try_from(n).unwrap_or(0);
             let room = Semaphore::MAX_PERMITS.saturating_sub(handle.credit.available_permits());
@@ -342,7 +291,7 @@ async fn keepalive_tick(interval: &mut Option<tokio::time::Interval>) {
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
-async fn run(
+async fn relay_stream(
     ctx: OpContext,
     request: Result<http::Request<Vec<u8>>, OpError>,
     relay: Relay,

@@ -7,8 +7,9 @@ use kube_wasm_abi::Completion;
 use kube_wasm_abi::names::{IMPORT_DELAY, IMPORT_MODULE};
 use wasmtime::{Caller, Linker};
 
+use super::op::spawn_op;
 use super::op_to_wasm;
-use crate::ops::{CompletionSink, OpKind};
+use crate::ops::OpKind;
 use crate::state::HostState;
 
 /// Adds `delay` to `linker`.
@@ -26,17 +27,10 @@ pub fn delay_duration(millis: i64) -> Duration {
 }
 
 fn delay(mut caller: Caller<'_, HostState>, millis: i64) -> i64 {
-    let state = caller.data_mut();
-    let ctx = state.ctx.clone();
     let duration = delay_duration(millis);
-    let id = state.ops.start(OpKind::Delay, |id| {
-        let sink = CompletionSink::new(id, ctx.completions.clone());
-        ctx.runtime
-            .spawn(async move {
-                tokio::time::sleep(duration).await;
-                let _ = sink.send(&Completion::Elapsed {}, b"").await;
-            })
-            .abort_handle()
+    let id = spawn_op(caller.data_mut(), OpKind::Delay, |_, sink| async move {
+        tokio::time::sleep(duration).await;
+        sink.send(&Completion::Elapsed {}, b"").await
     });
     op_to_wasm(id)
 }

@@ -19,12 +19,12 @@
 //! the upstream watch.
 
 use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_WATCH};
-use kube_wasm_abi::{Completion, WatchRequest, decode_frame};
-use tracing::Instrument as _;
+use kube_wasm_abi::{Completion, WatchRequest};
 use wasmtime::{Caller, Linker};
 
-use super::http::{LinePolicy, send_denied, send_whole, stream_lines};
-use super::{BadAbiCall, memory, op_to_wasm};
+use super::op::{read_frame, spawn_op};
+use super::op_to_wasm;
+use super::respond::{LinePolicy, send_denied, send_whole, stream_lines};
 use crate::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::request_info::RequestInfo;
 use crate::state::{HostState, OpContext};
@@ -42,21 +42,9 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 }
 
 fn watch(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
-    let bytes = memory::read_guest_bytes(&mut caller, IMPORT_WATCH, ptr, len)?;
-    let frame = decode_frame::<WatchRequest>(&bytes)
-        .map_err(|e| BadAbiCall::new(IMPORT_WATCH, e.to_string()))?;
-    let request = frame.header;
-    let state = caller.data_mut();
-    let ctx = state.ctx.clone();
-    let id = state.ops.start(OpKind::Watch, |id| {
-        let sink = CompletionSink::new(id, ctx.completions.clone());
-        let runtime = ctx.runtime.clone();
-        let task = async move {
-            let _ = run(ctx, request, &sink).await;
-        };
-        runtime
-            .spawn(task.instrument(tracing::Span::current()))
-            .abort_handle()
+    let request = read_frame::<WatchRequest>(&mut caller, IMPORT_WATCH, ptr, len)?.header;
+    let id = spawn_op(caller.data_mut(), OpKind::Watch, |ctx, sink| async move {
+        run_watch(ctx, request, &sink).await
     });
     Ok(op_to_wasm(id))
 }
@@ -72,7 +60,7 @@ fn is_collection_watch(info: &RequestInfo) -> bool {
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
-pub async fn run(
+pub async fn run_watch(
     ctx: OpContext,
     request: WatchRequest,
     sink: &CompletionSink,

@@ -36,11 +36,11 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::identity::ServiceAccount;
-use crate::metrics::Metrics;
-use crate::state::OpLimits;
+use crate::metrics::{CacheTotals, Metrics};
+use crate::ops::OpLimits;
 use crate::upstream::Upstream;
 pub use key::{StartAt, WatchKey};
-use store::{Store, StoreSize};
+use store::Store;
 
 /// How the shared-watch cache is sized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,17 +139,6 @@ impl std::fmt::Debug for WatchCache {
             .field("settings", &self.inner.settings)
             .finish_non_exhaustive()
     }
-}
-
-/// Totals over every shared watch, for the metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CacheTotals {
-    /// Shared watches (informers) alive.
-    pub informers: usize,
-    /// Module watches and lists subscribed to them.
-    pub subscribers: usize,
-    /// Sum of the stores' sizes.
-    pub size: StoreSize,
 }
 
 impl WatchCache {
@@ -288,9 +277,9 @@ impl WatchCache {
         for entry in entries.values() {
             totals.subscribers += entry.shared.subscribers.load(Ordering::SeqCst);
             let size = entry.shared.lock().store.size();
-            totals.size.objects += size.objects;
-            totals.size.events += size.events;
-            totals.size.bytes += size.bytes;
+            totals.objects += size.objects;
+            totals.events += size.events;
+            totals.bytes += size.bytes;
         }
         totals
     }

@@ -1,68 +1,12 @@
-//! The op table of one module: which operations are live, and the channel their work tasks
-//! use to hand completions to the module loop (SPEC.md, "Ordering and queueing" and
-//! "Cancellation").
-//!
-//! Every import registers an op here and spawns one tokio task doing its work. The task
-//! sends completion frames through a [`CompletionSink`]; the module loop delivers them, one per
-//! `kube_wasm_complete` call, only while the op is still [live](OpTable::is_live). A final
-//! completion retires the op; [`OpTable::cancel`] aborts the task, and any completion it had
-//! already queued is discarded by the loop because the op is no longer live.
+//! The op table of one module: which ops are live, by the ids the host issued.
 
 use std::collections::HashMap;
 use std::fmt;
 
-use kube_wasm_abi::{Completion, OpId, encode_frame};
-use tokio::sync::mpsc;
+use kube_wasm_abi::OpId;
 use tokio::task::AbortHandle;
 
-/// The family an op belongs to, for logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum OpKind {
-    /// `http_request`.
-    Http,
-    /// `watch`.
-    Watch,
-    /// `delay`.
-    Delay,
-    /// `stop_signal`.
-    StopSignal,
-    /// `stream_open`: a websocket relayed to the guest.
-    Stream,
-    /// `stream_send`: one message queued on a stream.
-    StreamSend,
-}
-
-impl OpKind {
-    /// The op kind as a metrics label: `http`, `watch`, `delay`, `stop_signal`, `stream`,
-    /// `stream_send`.
-    pub fn label(self) -> &'static str {
-        match self {
-            OpKind::Http => "http",
-            OpKind::Watch => "watch",
-            OpKind::Delay => "delay",
-            OpKind::StopSignal => "stop_signal",
-            OpKind::Stream => "stream",
-            OpKind::StreamSend => "stream_send",
-        }
-    }
-
-    fn noun(self, count: usize) -> &'static str {
-        match (self, count == 1) {
-            (OpKind::Http, true) => "http request",
-            (OpKind::Http, false) => "http requests",
-            (OpKind::Watch, true) => "watch",
-            (OpKind::Watch, false) => "watches",
-            (OpKind::Delay, true) => "delay",
-            (OpKind::Delay, false) => "delays",
-            (OpKind::StopSignal, true) => "stop signal",
-            (OpKind::StopSignal, false) => "stop signals",
-            (OpKind::Stream, true) => "stream",
-            (OpKind::Stream, false) => "streams",
-            (OpKind::StreamSend, true) => "stream send",
-            (OpKind::StreamSend, false) => "stream sends",
-        }
-    }
-}
+use super::OpKind;
 
 struct LiveOp {
     kind: OpKind,
@@ -199,55 +143,6 @@ impl fmt::Display for OpCounts {
     }
 }
 
-/// One completion on its way to the guest: the op it belongs to and its encoded frame.
-#[derive(Debug)]
-pub struct Delivery {
-    /// The op the completion is for.
-    pub op: OpId,
-    /// The completion frame (header + body), as the guest receives it.
-    pub frame: Vec<u8>,
-    /// Whether this completion finishes the op.
-    pub is_final: bool,
-}
-
-/// The module loop has ended; completions can no longer be delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the module has ended")]
-pub struct ModuleGone;
-
-/// Where an op's work task sends its completions, in order. Sending waits while the module's
-/// queue is full, which is how a fast watch is slowed down to the guest's pace.
-#[derive(Debug, Clone)]
-pub struct CompletionSink {
-    op: OpId,
-    tx: mpsc::Sender<Delivery>,
-}
-
-impl CompletionSink {
-    /// A sink for the completions of `op`.
-    pub fn new(op: OpId, tx: mpsc::Sender<Delivery>) -> Self {
-        Self { op, tx }
-    }
-
-    /// The op this sink belongs to.
-    pub fn op(&self) -> OpId {
-        self.op
-    }
-
-    /// Encodes and queues one completion with its `body`.
-    ///
-    /// # Errors
-    /// [`ModuleGone`] when the module has ended; the task should stop then.
-    pub async fn send(&self, completion: &Completion, body: &[u8]) -> Result<(), ModuleGone> {
-        let delivery = Delivery {
-            op: self.op,
-            frame: encode_frame(completion, body),
-            is_final: completion.is_final(),
-        };
-        self.tx.send(delivery).await.map_err(|_| ModuleGone)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,21 +188,5 @@ mod tests {
         assert_eq!(counts.to_string(), "2 http requests, 1 watch");
         assert!(ops.is_empty());
         assert_eq!(OpCounts::default().to_string(), "no ops");
-    }
-
-    #[tokio::test]
-    async fn sink_marks_final_completions() {
-        let (tx, mut rx) = mpsc::channel(4);
-        let sink = CompletionSink::new(7, tx);
-        sink.send(&Completion::WatchEvent {}, b"{}")
-            .await
-            .expect("open");
-        sink.send(&Completion::End {}, b"").await.expect("open");
-        let first = rx.recv().await.expect("queued");
-        let second = rx.recv().await.expect("queued");
-        assert_eq!((first.op, first.is_final), (7, false));
-        assert_eq!((second.op, second.is_final), (7, true));
-        drop(rx);
-        assert_eq!(sink.send(&Completion::End {}, b"").await, Err(ModuleGone));
     }
 }
