@@ -9,10 +9,11 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, ResourceExt,
 };
 use kube::{Client, Resource};
+use kube_wasm_e2e::objects::{generator_resource, wait_crd_established};
 use kube_wasm_e2e::state::{assert_same_state, namespace_state};
 use kube_wasm_e2e::{
-    HostShim, Program, client, env_path, eventually, fresh_namespace, generator_resource,
-    kubeconfig_for, restart_apiserver, scratch_dir, wait_crd_established,
+    HostShim, Program, client, env_path, eventually, fresh_namespace, kubeconfig_for,
+    restart_apiserver, scratch_dir,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

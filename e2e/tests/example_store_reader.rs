@@ -7,10 +7,11 @@
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ApiResource, DeleteParams, Patch, PatchParams, PostParams};
+use kube_wasm_e2e::objects::config_map;
 use kube_wasm_e2e::state::{assert_same_state, namespace_state};
 use kube_wasm_e2e::{
-    HostShim, Program, client, config_map, eventually, fresh_namespace, kubeconfig_for,
-    restart_apiserver, scratch_dir, until_answered,
+    HostShim, Program, client, eventually, fresh_namespace, kubeconfig_for, restart_apiserver,
+    scratch_dir, until_answered,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
