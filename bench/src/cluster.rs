@@ -96,7 +96,7 @@ pub async fn install_crd(client: &Client, crd_json: &str) -> anyhow::Result<()> 
 /// # Errors
 /// If the apiserver refuses.
 pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    kube_wasm_e2e::objects::create_namespace(client, name)
+    kube_wasm_e2e::create_namespace(client, name)
         .await
         .with_context(|| format!("creating namespace {name}"))
 }

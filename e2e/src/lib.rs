@@ -22,7 +22,9 @@ pub mod side_by_side;
 pub mod state;
 
 use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -55,10 +57,29 @@ pub async fn fresh_namespace(client: &Client, prefix: &str) -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or_default();
     let name = format!("{prefix}-{}-{nanos}", std::process::id());
-    objects::create_namespace(client, &name)
+    create_namespace(client, &name)
         .await
         .expect("namespace created");
     name
+}
+
+/// Creates namespace `name`. (Kubernetes 1.20 without a controller-manager never finishes
+/// deleting namespaces, so namespaces are left behind in the throwaway cluster.)
+///
+/// # Errors
+/// If the apiserver refuses.
+pub async fn create_namespace(client: &Client, name: &str) -> kube::Result<()> {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    Ok(())
 }
 
 /// Writes a copy of the test kubeconfig whose current context defaults to `namespace`, so a

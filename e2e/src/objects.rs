@@ -1,8 +1,8 @@
 //! Object builders and installers shared by the tests, the parity suite and the benchmark:
-//! ConfigMaps and metadata with labels, namespaces, CustomResourceDefinitions.
+//! ConfigMaps and metadata with labels, CustomResourceDefinitions.
 
 use crate::{env_path, eventually};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, ApiResource, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt as _};
@@ -35,22 +35,6 @@ pub fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) ->
         data: map(data),
         ..ConfigMap::default()
     }
-}
-
-/// Creates namespace `name`. (Kubernetes 1.20 without a controller-manager never finishes
-/// deleting namespaces, so namespaces are left behind in the throwaway cluster.)
-///
-/// # Errors
-/// If the apiserver refuses.
-pub async fn create_namespace(client: &Client, name: &str) -> kube::Result<()> {
-    let ns = Namespace {
-        metadata: meta(name, &[]),
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await?;
-    Ok(())
 }
 
 /// The `ConfigMapGenerator` custom resource of the configmap-generator example
