@@ -1,68 +1,17 @@
-//! Upstream requests from the apiserver's audit log (`KUBE_WASM_AUDIT_LOG`, JSON lines): the
-//! requests of one launch are the lines appended between two [`Mark`]s, less the driver's
-//! own (recognised by its `User-Agent`, [`DRIVER_USER_AGENT`]).
+//! Upstream requests from the apiserver's audit log (`KUBE_WASM_AUDIT_LOG`, JSON lines, read
+//! with the test kit's [`kube_wasm_e2e::audit`]): the requests of one launch are the lines
+//! appended between two [`Mark`]s, less the driver's own (recognised by its `User-Agent`,
+//! [`DRIVER_USER_AGENT`]).
 
-use std::collections::{BTreeMap, HashSet};
-use std::io::{Read as _, Seek as _, SeekFrom};
-use std::os::unix::fs::MetadataExt as _;
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 
-use anyhow::Context as _;
+use kube_wasm_e2e::audit::{ByRequest, read_between};
+pub use kube_wasm_e2e::audit::{Mark, mark};
 use serde::Serialize;
 
 /// The `User-Agent` of the driver's own requests, left out of the counts.
 pub const DRIVER_USER_AGENT: &str = "kube-wasm-bench-driver";
-
-/// A point in the audit log: the file (its inode) and its size in bytes then.
-///
-/// kube-apiserver rotates its audit log (at 100 MB by default): the file is renamed to
-/// `<name>-<timestamp>.<ext>` beside it and a new one started, so a launch's lines may begin
-/// in a rotated file; the inode finds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mark {
-    inode: u64,
-    len: u64,
-}
-
-/// Where the audit log at `path` ends now.
-///
-/// # Errors
-/// If the file cannot be read.
-pub fn mark(path: &Path) -> anyhow::Result<Mark> {
-    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(Mark {
-        inode: meta.ino(),
-        len: meta.len(),
-    })
-}
-
-/// The file in `path`'s folder whose inode is `inode` (the log itself or a rotated one).
-fn file_with_inode(path: &Path, inode: u64) -> anyhow::Result<PathBuf> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-        let entry = entry?;
-        if entry.metadata().is_ok_and(|m| m.ino() == inode) {
-            return Ok(entry.path());
-        }
-    }
-    anyhow::bail!(
-        "the audit log {} was rotated and its earlier file is gone",
-        path.display()
-    )
-}
-
-fn read_range(path: &Path, from: u64, to: Option<u64>) -> anyhow::Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    file.seek(SeekFrom::Start(from))?;
-    let mut bytes = Vec::new();
-    match to {
-        Some(to) => file.take(to.saturating_sub(from)).read_to_end(&mut bytes),
-        None => file.read_to_end(&mut bytes),
-    }
-    .with_context(|| format!("reading {}", path.display()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
 
 /// The requests the controllers made: counted once per audit ID, by verb.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -81,29 +30,18 @@ impl Requests {
 }
 
 /// Counts the requests in the audit log at `path` between `from` and `to`, leaving out the
-/// driver's and the control plane's. Follows a rotation between the marks: the lines from
-/// `from` to the end of the rotated file, then the new file up to `to` (one launch writes
-/// far less than the 100 MB between two rotations).
+/// driver's and the control plane's; follows a rotation between the marks (see
+/// [`read_between`]).
 ///
 /// # Errors
-/// If a file cannot be read or the rotated file is gone.
+/// If a file cannot be read or the rotated file is gone: not counted is not 0.
 pub fn requests_between(path: &Path, from: Mark, to: Mark) -> anyhow::Result<Requests> {
-    if from.inode == to.inode {
-        return Ok(count(&read_range(path, from.len, Some(to.len))?));
-    }
-    let earlier = file_with_inode(path, from.inode)?;
-    let mut text = read_range(&earlier, from.len, None)?;
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&read_range(path, 0, Some(to.len))?);
-    Ok(count(&text))
+    Ok(count(&read_between(path, from, to)?))
 }
 
 /// Counts the requests in audit log `text` (whole lines; a torn last line is skipped).
 pub fn count(text: &str) -> Requests {
-    let mut seen = HashSet::new();
-    let mut requests = Requests::default();
+    let mut grouped = ByRequest::default();
     for line in text.lines() {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
@@ -115,13 +53,13 @@ pub fn count(text: &str) -> Requests {
         if user.starts_with("system:") && !user.starts_with("system:serviceaccount:") {
             continue;
         }
-        let Some(id) = event["auditID"].as_str() else {
-            continue;
-        };
-        if !seen.insert(id.to_owned()) {
-            continue;
+        if event["auditID"].is_string() {
+            grouped.push(event);
         }
-        let verb = event["verb"].as_str().unwrap_or("unknown").to_owned();
+    }
+    let mut requests = Requests::default();
+    for stages in grouped.requests() {
+        let verb = stages[0]["verb"].as_str().unwrap_or("unknown").to_owned();
         *requests.by_verb.entry(verb).or_default() += 1;
         requests.total += 1;
     }

@@ -8,9 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use futures::{StreamExt as _, TryStreamExt as _};
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::api::{ListParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -97,18 +96,9 @@ pub async fn install_crd(client: &Client, crd_json: &str) -> anyhow::Result<()> 
 /// # Errors
 /// If the apiserver refuses.
 pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
+    kube_wasm_e2e::create_namespace(client, name)
         .await
-        .with_context(|| format!("creating namespace {name}"))?;
-    Ok(())
+        .with_context(|| format!("creating namespace {name}"))
 }
 
 /// Server-side applies Ring `name` in `namespace` with `nonce`.

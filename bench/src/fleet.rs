@@ -1,15 +1,15 @@
 //! The controllers of one launch, in one of the [`Variant`]s: N native processes, or N modules
 //! in one host-shim process. Starting, liveness, memory, the host's metrics, stopping.
 
-use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use kube_wasm_e2e::manifest::{Entry, quote, render};
+use kube_wasm_e2e::metrics::{fetch, free_local_addr};
 use serde::Serialize;
 
 use crate::memory::{self, Sample};
@@ -100,55 +100,32 @@ fn log_file(dir: &Path, name: &str) -> anyhow::Result<File> {
     File::create(&path).with_context(|| format!("creating {}", path.display()))
 }
 
-fn free_port() -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
-    Ok(listener.local_addr()?)
-}
-
-/// The YAML string of `text` (JSON strings are YAML).
-fn quote(text: &str) -> String {
-    serde_json::Value::String(text.to_owned()).to_string()
-}
-
 /// The host manifest of a launch: one module per link, named `ring-<i>`.
 pub fn manifest(setup: &Setup, variant: Variant, links: &[Link], metrics: SocketAddr) -> String {
-    let mut text = format!(
-        "cacheDir: {}\nsharedWatches: {}\nmetricsAddr: {}\nmodules:\n",
-        quote(&setup.module_cache.to_string_lossy()),
+    let entries: Vec<Entry> = links
+        .iter()
+        .enumerate()
+        .map(|(i, link)| {
+            let mut entry = Entry::with_wasm(&format!("ring-{i}"), &setup.ring_wasm)
+                .namespace(&link.source)
+                .env("RING_SOURCE", &link.source)
+                .env("RING_TARGET", &link.target);
+            if link.ballast_mib > 0 {
+                entry = entry.env("RING_BALLAST_MIB", &link.ballast_mib.to_string());
+            }
+            if variant == Variant::WasmSuspend {
+                let idle_after = quote(&setup.suspend_idle_after);
+                entry = entry.field(&format!("suspend: {{idleAfter: {idle_after}}}"));
+            }
+            entry
+        })
+        .collect();
+    let settings = format!(
+        "sharedWatches: {}\nmetricsAddr: {}",
         variant != Variant::WasmUnshared,
         quote(&metrics.to_string()),
     );
-    for (i, link) in links.iter().enumerate() {
-        let _ = writeln!(text, "  - name: ring-{i}");
-        let _ = writeln!(
-            text,
-            "    wasm: {}",
-            quote(&setup.ring_wasm.to_string_lossy())
-        );
-        let _ = writeln!(text, "    namespace: {}", quote(&link.source));
-        let ballast = if link.ballast_mib > 0 {
-            format!(
-                ", RING_BALLAST_MIB: {}",
-                quote(&link.ballast_mib.to_string())
-            )
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            text,
-            "    env: {{RING_SOURCE: {}, RING_TARGET: {}{ballast}}}",
-            quote(&link.source),
-            quote(&link.target)
-        );
-        if variant == Variant::WasmSuspend {
-            let _ = writeln!(
-                text,
-                "    suspend: {{idleAfter: {}}}",
-                quote(&setup.suspend_idle_after)
-            );
-        }
-    }
-    text
+    render(&setup.module_cache.to_string_lossy(), &settings, &entries)
 }
 
 impl Fleet {
@@ -183,7 +160,7 @@ impl Fleet {
                 metrics_addr: None,
             });
         }
-        let metrics = free_port()?;
+        let metrics = free_local_addr().context("finding a free loopback port")?;
         let path = dir.join("host.yaml");
         std::fs::write(&path, manifest(setup, variant, links, metrics))
             .with_context(|| format!("writing {}", path.display()))?;
@@ -238,7 +215,7 @@ impl Fleet {
         let Some(addr) = self.metrics_addr else {
             return Ok(None);
         };
-        let text = scrape(addr)?;
+        let text = fetch(addr)?;
         Ok(Some(HostMetrics::parse(&text)))
     }
 
@@ -280,27 +257,6 @@ impl Drop for Fleet {
             let _ = child.wait();
         }
     }
-}
-
-/// `GET /metrics` from the host's metrics endpoint.
-fn scrape(addr: SocketAddr) -> anyhow::Result<String> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .with_context(|| format!("connecting to the host's metrics at {addr}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .context("reading the host's metrics")?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .context("the metrics response has no head")?;
-    anyhow::ensure!(
-        head.starts_with("HTTP/1.1 200"),
-        "the metrics endpoint answered {:?}",
-        head.lines().next()
-    );
-    Ok(body.to_owned())
 }
 
 /// What the bench reads from the host's metrics endpoint.
@@ -433,9 +389,14 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
         let shared = manifest(&setup, Variant::Wasm, &links, addr);
         assert!(shared.contains("sharedWatches: true"), "{shared}");
-        assert!(shared.contains("env: {RING_SOURCE: \"a-0\", RING_TARGET: \"a-1\"}\n"));
-        assert!(shared.contains(
-            "env: {RING_SOURCE: \"a-1\", RING_TARGET: \"a-2\", RING_BALLAST_MIB: \"8\"}\n"
+        assert!(
+            shared.contains(
+                "    env:\n      \"RING_SOURCE\": \"a-0\"\n      \"RING_TARGET\": \"a-1\"\n  - "
+            ),
+            "{shared}"
+        );
+        assert!(shared.ends_with(
+            "    env:\n      \"RING_SOURCE\": \"a-1\"\n      \"RING_TARGET\": \"a-2\"\n      \"RING_BALLAST_MIB\": \"8\"\n"
         ));
         assert!(!shared.contains("suspend"));
         let unshared = manifest(&setup, Variant::WasmUnshared, &links, addr);

@@ -1,6 +1,9 @@
-//! Harness for the end-to-end tests: the environment the test command prepares (a running
-//! control plane, built wasm modules, the host shim), fresh namespaces, a host-shim process
-//! whose output can be awaited line by line, and the apiserver's audit log.
+//! The test kit of the end-to-end tests, the parity suite (`compat-tests/parity`) and the
+//! benchmark (`bench`): the environment the test command prepares (a running control plane,
+//! built wasm modules, the host shim), fresh namespaces, programs whose output can be awaited
+//! line by line, and in modules the apiserver's audit log ([`audit`]), host manifests
+//! ([`manifest`]), the host's metrics ([`metrics`]), object builders ([`objects`]) and
+//! comparable cluster state ([`state`]).
 //!
 //! Every test needs these variables, which `scripts/test.sh` sets; a test run without them
 //! fails with a message naming the missing one:
@@ -11,16 +14,18 @@
 //! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs;
 //! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`].
 
+pub mod audit;
 pub mod manifest;
 pub mod metrics;
+pub mod objects;
+pub mod side_by_side;
 pub mod state;
 
 use anyhow::{Context, bail};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, ObjectMeta, PostParams};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
-use kube::{Api, Client};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -52,18 +57,29 @@ pub async fn fresh_namespace(client: &Client, prefix: &str) -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or_default();
     let name = format!("{prefix}-{}-{nanos}", std::process::id());
+    create_namespace(client, &name)
+        .await
+        .expect("namespace created");
+    name
+}
+
+/// Creates namespace `name`. (Kubernetes 1.20 without a controller-manager never finishes
+/// deleting namespaces, so namespaces are left behind in the throwaway cluster.)
+///
+/// # Errors
+/// If the apiserver refuses.
+pub async fn create_namespace(client: &Client, name: &str) -> kube::Result<()> {
     let ns = Namespace {
         metadata: ObjectMeta {
-            name: Some(name.clone()),
+            name: Some(name.into()),
             ..ObjectMeta::default()
         },
         ..Namespace::default()
     };
     Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace created");
-    name
+        .await?;
+    Ok(())
 }
 
 /// Writes a copy of the test kubeconfig whose current context defaults to `namespace`, so a
@@ -263,76 +279,6 @@ impl Drop for Program {
     }
 }
 
-/// One request of the apiserver's audit log.
-#[derive(Debug, Clone)]
-pub struct AuditedRequest {
-    /// `auditID`.
-    pub id: String,
-    /// `verb`: get, list, watch, create, patch, …
-    pub verb: String,
-    /// The stages logged for it: RequestReceived, ResponseStarted, ResponseComplete, Panic.
-    pub stages: Vec<String>,
-    /// `user.username`: who authenticated.
-    pub user: String,
-    /// `impersonatedUser.username`: who the request acted as, if impersonated (known from
-    /// the ResponseStarted/ResponseComplete stages on).
-    pub impersonated_user: Option<String>,
-}
-
-/// The audit log's length now, in bytes: [`audit_events_after`] that mark reads only the
-/// events logged later.
-pub fn audit_log_mark() -> u64 {
-    std::fs::metadata(env_path("KUBE_WASM_AUDIT_LOG")).map_or(0, |m| m.len())
-}
-
-/// The audit events (one JSON object per event and stage) logged after `mark` bytes of the
-/// log, in order. A line that does not parse (one being written) is skipped.
-pub fn audit_events_after(mark: u64) -> Vec<serde_json::Value> {
-    let text = std::fs::read(env_path("KUBE_WASM_AUDIT_LOG")).unwrap_or_default();
-    let start = usize::try_from(mark).unwrap_or(usize::MAX).min(text.len());
-    String::from_utf8_lossy(&text[start..])
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
-/// The requests on `resource` in `namespace` that the audit log records, in order.
-pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> {
-    let mut out: Vec<AuditedRequest> = Vec::new();
-    for v in audit_events_after(0) {
-        let obj = &v["objectRef"];
-        if obj["resource"] != resource || obj["namespace"] != namespace {
-            continue;
-        }
-        let id = v["auditID"].as_str().unwrap_or_default().to_string();
-        let stage = v["stage"].as_str().unwrap_or_default().to_string();
-        // The apiserver records `impersonatedUser` once impersonation ran: not in the
-        // RequestReceived stage, in the later ones.
-        let impersonated = v["impersonatedUser"]["username"]
-            .as_str()
-            .map(str::to_string);
-        match out.iter_mut().find(|r| r.id == id) {
-            Some(r) => {
-                r.stages.push(stage);
-                if r.impersonated_user.is_none() {
-                    r.impersonated_user = impersonated;
-                }
-            }
-            None => out.push(AuditedRequest {
-                id,
-                verb: v["verb"].as_str().unwrap_or_default().to_string(),
-                stages: vec![stage],
-                user: v["user"]["username"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                impersonated_user: impersonated,
-            }),
-        }
-    }
-    out
-}
-
 /// Restarts the test control plane's kube-apiserver (same port, flags and certificate; etcd
 /// keeps its data) and returns once it serves again. Every open watch is cut; resourceVersions
 /// from before the restart may be answered with 410 Gone (the watch cache starts empty).
@@ -395,54 +341,4 @@ where
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// The `ConfigMapGenerator` custom resource of the configmap-generator example
-/// (`kube-wasm.example.com/v1`), for the dynamic client.
-pub fn generator_resource() -> ApiResource {
-    ApiResource {
-        group: "kube-wasm.example.com".into(),
-        version: "v1".into(),
-        api_version: "kube-wasm.example.com/v1".into(),
-        kind: "ConfigMapGenerator".into(),
-        plural: "configmapgenerators".into(),
-    }
-}
-
-/// A ConfigMap `name` with these labels and data.
-pub fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
-    let map = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(map(labels)),
-            ..ObjectMeta::default()
-        },
-        data: Some(map(data)),
-        ..ConfigMap::default()
-    }
-}
-
-/// Waits up to `timeout` until the CustomResourceDefinition `name` reports the condition
-/// `Established=True` (its API is served from then on).
-pub async fn wait_crd_established(
-    crds: &Api<CustomResourceDefinition>,
-    name: &str,
-    timeout: Duration,
-) {
-    eventually(timeout, &format!("CRD {name} established"), || async {
-        let crd = crds.get(name).await.ok()?;
-        let established = crd
-            .status?
-            .conditions?
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        established.then_some(())
-    })
-    .await;
 }

@@ -1,5 +1,6 @@
-//! Host manifests for the end-to-end tests: write one listing modules from
-//! `KUBE_WASM_MODULES`, run `host-shim run --manifest`, read the host's resident memory.
+//! Host manifests: render one (the benchmark's launches), write one listing modules from
+//! `KUBE_WASM_MODULES` (the end-to-end tests), run `host-shim run --manifest`, read the
+//! host's resident memory.
 
 use crate::{Program, env_path};
 use std::fmt::Write as _;
@@ -11,8 +12,8 @@ use std::process::Command;
 pub struct Entry {
     /// The module's name in the host.
     pub name: String,
-    /// The program: `KUBE_WASM_MODULES/<program>.wasm`.
-    pub program: String,
+    /// The module file (`.wasm`).
+    pub wasm: PathBuf,
     /// Its default namespace.
     pub namespace: Option<String>,
     /// Its environment.
@@ -24,11 +25,17 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Module `name` running `program`.
+    /// Module `name` running `program`: `KUBE_WASM_MODULES/<program>.wasm`.
     pub fn new(name: &str, program: &str) -> Self {
+        let wasm = env_path("KUBE_WASM_MODULES").join(format!("{program}.wasm"));
+        Self::with_wasm(name, &wasm)
+    }
+
+    /// Module `name` running the module file `wasm`.
+    pub fn with_wasm(name: &str, wasm: &Path) -> Self {
         Self {
             name: name.into(),
-            program: program.into(),
+            wasm: wasm.to_path_buf(),
             namespace: None,
             env: Vec::new(),
             memory: None,
@@ -62,19 +69,19 @@ impl Entry {
     }
 }
 
-/// Writes `dir/<file>`: the top-level `settings` lines (YAML, e.g. `entryDeadline: 2s`), a
-/// `cacheDir` inside `dir`, and `entries`. Values are written as JSON strings (valid YAML).
-pub fn write_manifest(dir: &Path, file: &str, settings: &str, entries: &[Entry]) -> PathBuf {
-    let modules = env_path("KUBE_WASM_MODULES");
-    let quote = |s: &str| serde_json::to_string(s).expect("a string serialises");
-    let mut text = format!(
-        "cacheDir: {}\n{settings}\nmodules:\n",
-        quote("module-cache")
-    );
+/// `text` as a YAML string (JSON strings are YAML).
+pub fn quote(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serialises")
+}
+
+/// A host manifest: `cacheDir: <cache_dir>`, the top-level `settings` lines (YAML, e.g.
+/// `entryDeadline: 2s`; may be empty), and `entries`. Values are written as JSON strings
+/// (valid YAML).
+pub fn render(cache_dir: &str, settings: &str, entries: &[Entry]) -> String {
+    let mut text = format!("cacheDir: {}\n{settings}\nmodules:\n", quote(cache_dir));
     for entry in entries {
-        let wasm = modules.join(format!("{}.wasm", entry.program));
         let _ = writeln!(text, "  - name: {}", quote(&entry.name));
-        let _ = writeln!(text, "    wasm: {}", quote(&wasm.to_string_lossy()));
+        let _ = writeln!(text, "    wasm: {}", quote(&entry.wasm.to_string_lossy()));
         if let Some(ns) = &entry.namespace {
             let _ = writeln!(text, "    namespace: {}", quote(ns));
         }
@@ -91,8 +98,13 @@ pub fn write_manifest(dir: &Path, file: &str, settings: &str, entries: &[Entry])
             }
         }
     }
+    text
+}
+
+/// Writes `dir/<file>`: [`render`] with the `cacheDir` `module-cache` (inside `dir`).
+pub fn write_manifest(dir: &Path, file: &str, settings: &str, entries: &[Entry]) -> PathBuf {
     let path = dir.join(file);
-    std::fs::write(&path, text).expect("manifest written");
+    std::fs::write(&path, render("module-cache", settings, entries)).expect("manifest written");
     path
 }
 

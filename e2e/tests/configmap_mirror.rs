@@ -4,9 +4,8 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube_wasm_e2e::{
-    HostShim, audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
-};
+use kube_wasm_e2e::audit::audited_requests;
+use kube_wasm_e2e::{HostShim, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

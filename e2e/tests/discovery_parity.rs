@@ -5,9 +5,9 @@
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
+use kube_wasm_e2e::objects::wait_crd_established;
 use kube_wasm_e2e::{
     HostShim, client, fresh_namespace, kubeconfig_for, run_native_to_end, scratch_dir,
-    wait_crd_established,
 };
 use serde_json::json;
 use std::time::Duration;

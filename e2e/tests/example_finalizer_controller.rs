@@ -5,13 +5,11 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ApiResource, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
-use kube_wasm_e2e::state::{assert_same_state, namespace_state};
-use kube_wasm_e2e::{
-    HostShim, Program, client, eventually, fresh_namespace, kubeconfig_for, restart_apiserver,
-    scratch_dir,
-};
+use kube::ResourceExt;
+use kube::api::ApiResource;
+use kube_wasm_e2e::objects::config_map;
+use kube_wasm_e2e::side_by_side::{Side, SideBySide, Stop};
+use kube_wasm_e2e::{client, eventually, restart_apiserver};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -21,16 +19,10 @@ const LABEL: (&str, &str) = ("kube-wasm.example.com/with-dependent", "true");
 const FINALIZER: &str = "kube-wasm.example.com/cleanup-dependent";
 const DEPENDENT_OF: &str = "kube-wasm.example.com/dependent-of";
 
-fn config_map(name: &str, labelled: bool, data: &[(&str, &str)]) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: labelled.then(|| [(LABEL.0.to_string(), LABEL.1.to_string())].into()),
-            ..ObjectMeta::default()
-        },
-        data: Some(owned(data)),
-        ..ConfigMap::default()
-    }
+/// A ConfigMap holding `data`, with the label the controller selects or without.
+fn labelled_config_map(name: &str, labelled: bool, data: &[(&str, &str)]) -> ConfigMap {
+    let labels: &[(&str, &str)] = if labelled { &[LABEL] } else { &[] };
+    config_map(name, labels, data)
 }
 
 fn owned(data: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -39,180 +31,122 @@ fn owned(data: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// One build of the example, in its own namespace.
-struct Run {
-    label: &'static str,
-    namespace: String,
-    program: Program,
-    config_maps: Api<ConfigMap>,
-    events: Api<Event>,
+/// Waits until `name` carries the finalizer and its dependent holds `data`.
+async fn wait_applied(side: &Side, name: &str, data: &[(&str, &str)]) {
+    let want = owned(data);
+    let what = format!(
+        "{}: {name} finalized with a dependent holding {want:?}",
+        side.label
+    );
+    eventually(WAIT, &what, || async {
+        let cm = side.api::<ConfigMap>().get_opt(name).await.ok()??;
+        if !cm.finalizers().iter().any(|f| f == FINALIZER) {
+            return None;
+        }
+        let dependent = side
+            .api::<ConfigMap>()
+            .get_opt(&format!("{name}-dependent"))
+            .await
+            .ok()??;
+        let source = dependent.annotations().get(DEPENDENT_OF);
+        (source.map(String::as_str) == Some(name)
+            && dependent.data.clone().unwrap_or_default() == want)
+            .then_some(())
+    })
+    .await;
 }
 
-impl Run {
-    async fn create(&self, cm: &ConfigMap) {
-        self.config_maps
-            .create(&PostParams::default(), cm)
-            .await
-            .unwrap_or_else(|e| panic!("{}: creating {}: {e}", self.label, cm.name_any()));
-    }
+/// Waits until `name` and its dependent are both gone.
+async fn wait_gone(side: &Side, name: &str) {
+    let what = format!("{}: {name} and its dependent deleted", side.label);
+    eventually(WAIT, &what, || async {
+        let api = side.api::<ConfigMap>();
+        let cm = api.get_opt(name).await.ok()?;
+        let dependent = api.get_opt(&format!("{name}-dependent")).await.ok()?;
+        (cm.is_none() && dependent.is_none()).then_some(())
+    })
+    .await;
+}
 
-    async fn delete(&self, name: &str) {
-        self.config_maps
-            .delete(name, &DeleteParams::default())
-            .await
-            .unwrap_or_else(|e| panic!("{}: deleting {name}: {e}", self.label));
-    }
-
-    /// Waits until `name` carries the finalizer and its dependent holds `data`.
-    async fn wait_applied(&self, name: &str, data: &[(&str, &str)]) {
-        let want = owned(data);
-        let what = format!(
-            "{}: {name} finalized with a dependent holding {want:?}",
-            self.label
-        );
-        eventually(WAIT, &what, || async {
-            let cm = self.config_maps.get_opt(name).await.ok()??;
-            if !cm.finalizers().iter().any(|f| f == FINALIZER) {
-                return None;
-            }
-            let dependent = self
-                .config_maps
-                .get_opt(&format!("{name}-dependent"))
-                .await
-                .ok()??;
-            let source = dependent.annotations().get(DEPENDENT_OF);
-            (source.map(String::as_str) == Some(name)
-                && dependent.data.clone().unwrap_or_default() == want)
-                .then_some(())
+/// Waits for an Event with `reason` about `name`, published by the controller.
+async fn wait_event(side: &Side, name: &str, reason: &str) -> Event {
+    let what = format!("{}: a {reason} Event about {name}", side.label);
+    eventually(WAIT, &what, || async {
+        let events = side.api::<Event>().list(&Default::default()).await.ok()?;
+        events.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.reporting_controller.as_deref() == Some(MODULE)
+                && e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("ConfigMap") && r.name.as_deref() == Some(name)
+                })
         })
-        .await;
-    }
-
-    /// Waits until `name` and its dependent are both gone.
-    async fn wait_gone(&self, name: &str) {
-        let what = format!("{}: {name} and its dependent deleted", self.label);
-        eventually(WAIT, &what, || async {
-            let cm = self.config_maps.get_opt(name).await.ok()?;
-            let dependent = self
-                .config_maps
-                .get_opt(&format!("{name}-dependent"))
-                .await
-                .ok()?;
-            (cm.is_none() && dependent.is_none()).then_some(())
-        })
-        .await;
-    }
-
-    /// Waits for an Event with `reason` about `name`, published by the controller.
-    async fn wait_event(&self, name: &str, reason: &str) -> Event {
-        let what = format!("{}: a {reason} Event about {name}", self.label);
-        eventually(WAIT, &what, || async {
-            let events = self.events.list(&Default::default()).await.ok()?;
-            events.items.into_iter().find(|e| {
-                e.reason.as_deref() == Some(reason)
-                    && e.reporting_controller.as_deref() == Some(MODULE)
-                    && e.regarding.as_ref().is_some_and(|r| {
-                        r.kind.as_deref() == Some("ConfigMap") && r.name.as_deref() == Some(name)
-                    })
-            })
-        })
-        .await
-    }
+    })
+    .await
 }
 
 #[tokio::test]
 async fn finalizer_controller_wasm_and_native_reach_the_same_state() {
-    let client: Client = client().await;
+    let client = client().await;
+    let mut runs = SideBySide::wasm_and_native(&client, "finalizer").await;
+    // Labelled before the controller starts (found by its first list), and one the
+    // controller must leave alone.
+    runs.each(async |side| {
+        side.create(&labelled_config_map("fin-first", true, &[("a", "1")]))
+            .await;
+        side.create(&labelled_config_map("plain", false, &[("b", "2")]))
+            .await;
+    })
+    .await;
+    runs.start(MODULE, &[], "watching ConfigMaps", WAIT);
 
-    let mut runs = Vec::new();
-    for label in ["wasm", "native"] {
-        let namespace = fresh_namespace(&client, &format!("finalizer-{label}")).await;
-        let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-        let events: Api<Event> = Api::namespaced(client.clone(), &namespace);
-        // Labelled before the controller starts (found by its first list), and one the
-        // controller must leave alone.
-        for cm in [
-            config_map("fin-first", true, &[("a", "1")]),
-            config_map("plain", false, &[("b", "2")]),
-        ] {
-            config_maps
-                .create(&PostParams::default(), &cm)
-                .await
-                .expect("ConfigMap created");
-        }
-        let kubeconfig = kubeconfig_for(&namespace, &scratch_dir());
-        let program = match label {
-            "wasm" => HostShim::start(&kubeconfig, &[], MODULE),
-            _ => Program::native(MODULE, &kubeconfig),
-        };
-        runs.push(Run {
-            label,
-            namespace,
-            program,
-            config_maps,
-            events,
-        });
-    }
-    for run in &runs {
-        run.program
-            .stdout
-            .wait_for("watching ConfigMaps", WAIT)
-            .unwrap_or_else(|e| panic!("{} started: {e}", run.label));
-    }
-
-    for run in &runs {
-        run.wait_applied("fin-first", &[("a", "1")]).await;
-    }
+    runs.each(async |side| wait_applied(side, "fin-first", &[("a", "1")]).await)
+        .await;
 
     // Created while watching, then updated.
-    for run in &runs {
-        run.create(&config_map("fin-second", true, &[("x", "1")]))
-            .await;
-    }
-    for run in &runs {
-        run.wait_applied("fin-second", &[("x", "1")]).await;
-    }
-    for run in &runs {
-        let patch = serde_json::json!({ "data": { "x": "2", "y": "3" } });
-        run.config_maps
-            .patch("fin-second", &PatchParams::default(), &Patch::Merge(&patch))
+    runs.each(async |side| {
+        side.create(&labelled_config_map("fin-second", true, &[("x", "1")]))
             .await
-            .expect("patch");
-    }
-    for run in &runs {
-        run.wait_applied("fin-second", &[("x", "2"), ("y", "3")])
-            .await;
-    }
+    })
+    .await;
+    runs.each(async |side| wait_applied(side, "fin-second", &[("x", "1")]).await)
+        .await;
+    let patch = serde_json::json!({ "data": { "x": "2", "y": "3" } });
+    runs.each(async |side| {
+        side.merge_patch::<ConfigMap>("fin-second", patch.clone())
+            .await
+    })
+    .await;
+    runs.each(async |side| wait_applied(side, "fin-second", &[("x", "2"), ("y", "3")]).await)
+        .await;
 
     // Deleted: the finalizer holds it until the dependent is gone, then it goes.
-    for run in &runs {
-        run.delete("fin-first").await;
-    }
-    for run in &runs {
-        run.wait_gone("fin-first").await;
-    }
+    runs.each(async |side| side.delete::<ConfigMap>("fin-first").await)
+        .await;
+    runs.each(async |side| wait_gone(side, "fin-first").await)
+        .await;
 
     // The apiserver restarts; a create and a delete made right after must still be seen.
     restart_apiserver().expect("apiserver restarted");
-    for run in &runs {
-        run.create(&config_map(
+    runs.each(async |side| {
+        side.create(&labelled_config_map(
             "fin-third",
             true,
             &[("z", "after the restart")],
         ))
         .await;
-        run.delete("fin-second").await;
-    }
-    for run in &runs {
-        run.wait_applied("fin-third", &[("z", "after the restart")])
-            .await;
-        run.wait_gone("fin-second").await;
-    }
+        side.delete::<ConfigMap>("fin-second").await;
+    })
+    .await;
+    runs.each(async |side| {
+        wait_applied(side, "fin-third", &[("z", "after the restart")]).await;
+        wait_gone(side, "fin-second").await;
+    })
+    .await;
 
     // Each step was published as an Event about the object.
-    for run in &runs {
+    for side in &runs.sides {
         for name in ["fin-first", "fin-second", "fin-third"] {
-            let event = run.wait_event(name, "DependentApplied").await;
+            let event = wait_event(side, name, "DependentApplied").await;
             assert_eq!(event.type_.as_deref(), Some("Normal"));
             assert_eq!(event.action.as_deref(), Some("Apply"));
             assert_eq!(
@@ -221,40 +155,28 @@ async fn finalizer_controller_wasm_and_native_reach_the_same_state() {
             );
         }
         for name in ["fin-first", "fin-second"] {
-            run.wait_event(name, "DependentDeleted").await;
+            wait_event(side, name, "DependentDeleted").await;
         }
     }
 
     // The unlabelled ConfigMap was left alone.
-    for run in &runs {
-        let plain = run.config_maps.get("plain").await.expect("get");
-        assert!(plain.finalizers().is_empty(), "{}: {plain:?}", run.label);
+    for side in &runs.sides {
+        let plain = side.api::<ConfigMap>().get("plain").await.expect("get");
+        assert!(plain.finalizers().is_empty(), "{}: {plain:?}", side.label);
     }
 
     // Both builds reached the same state.
     let resources = [ApiResource::erase::<ConfigMap>(&())];
-    let wasm = namespace_state(&client, &runs[0].namespace, &resources).await;
-    let native = namespace_state(&client, &runs[1].namespace, &resources).await;
-    assert_eq!(
-        wasm.keys().collect::<Vec<_>>(),
-        [
+    runs.assert_same_state(
+        &resources,
+        &[
             "ConfigMap/fin-third",
             "ConfigMap/fin-third-dependent",
-            "ConfigMap/plain"
-        ]
-    );
-    assert_same_state("wasm", &wasm, "native", &native);
+            "ConfigMap/plain",
+        ],
+    )
+    .await;
 
     // Both stop on SIGTERM and exit 0.
-    for run in &mut runs {
-        let status = run
-            .program
-            .terminate(WAIT)
-            .unwrap_or_else(|e| panic!("{} exits: {e}", run.label));
-        assert!(status.success(), "{}: exit status {status}", run.label);
-        run.program
-            .stdout
-            .wait_for("finalizer-controller: stopped", Duration::from_secs(1))
-            .unwrap_or_else(|e| panic!("{} stopped gracefully: {e}", run.label));
-    }
+    runs.stop(Stop::Term, "finalizer-controller: stopped", WAIT);
 }

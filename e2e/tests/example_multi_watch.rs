@@ -7,62 +7,29 @@
 //! and exit 0 when stopped.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
-use k8s_openapi::serde::Serialize;
-use k8s_openapi::serde::de::DeserializeOwned;
-use kube::api::{ApiResource, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::core::NamespaceResourceScope;
-use kube::{Api, Client, Resource};
-use kube_wasm_e2e::state::{assert_same_state, namespace_state};
-use kube_wasm_e2e::{
-    HostShim, Program, client, eventually, fresh_namespace, kubeconfig_for, restart_apiserver,
-    scratch_dir, until_answered,
-};
+use kube::api::ApiResource;
+use kube_wasm_e2e::objects::{config_map, meta};
+use kube_wasm_e2e::side_by_side::{SideBySide, Stop};
+use kube_wasm_e2e::{client, eventually, restart_apiserver};
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
 const MODULE: &str = "multi-watch";
-const LABEL: &str = "kube-wasm.dev/watched";
+const LABEL: (&str, &str) = ("kube-wasm.dev/watched", "true");
 const LOG: &str = "multi-watch-log";
 /// The record of an object seen with only the watched label.
 const WATCHED: &str = "kube-wasm.dev/watched=true";
 
-/// One run of the example: its namespace.
-struct Run {
-    name: &'static str,
-    ns: String,
-    client: Client,
-}
-
-impl Run {
-    fn api<K>(&self) -> Api<K>
-    where
-        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
-    {
-        Api::namespaced(self.client.clone(), &self.ns)
-    }
-}
-
-fn meta(name: &str, watched: bool) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.into()),
-        labels: watched.then(|| [(LABEL.to_string(), "true".to_string())].into()),
-        ..ObjectMeta::default()
-    }
-}
-
-fn config_map(name: &str, watched: bool) -> ConfigMap {
-    ConfigMap {
-        metadata: meta(name, watched),
-        data: Some([("k".to_string(), "1".to_string())].into()),
-        ..ConfigMap::default()
-    }
+/// A ConfigMap holding `k=1`, with the watched label or without.
+fn watched_config_map(name: &str, watched: bool) -> ConfigMap {
+    let labels: &[(&str, &str)] = if watched { &[LABEL] } else { &[] };
+    config_map(name, labels, &[("k", "1")])
 }
 
 fn secret(name: &str) -> Secret {
     Secret {
-        metadata: meta(name, true),
+        metadata: meta(name, &[LABEL]),
         string_data: Some([("token".to_string(), "s3cret".to_string())].into()),
         ..Secret::default()
     }
@@ -70,44 +37,8 @@ fn secret(name: &str) -> Secret {
 
 fn service_account(name: &str) -> ServiceAccount {
     ServiceAccount {
-        metadata: meta(name, true),
+        metadata: meta(name, &[LABEL]),
         ..ServiceAccount::default()
-    }
-}
-
-async fn create<K>(runs: &[Run], obj: &K)
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + Debug,
-{
-    for run in runs {
-        let api = run.api::<K>();
-        let what = format!("{}: create {:?}", run.name, obj.meta().name);
-        until_answered(WAIT, &what, &[409], || async {
-            api.create(&PostParams::default(), obj).await
-        })
-        .await;
-    }
-}
-
-async fn patch<K>(runs: &[Run], name: &str, patch: serde_json::Value)
-where
-    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Debug,
-{
-    for run in runs {
-        let api = run.api::<K>();
-        let what = format!("{}: patch {name}", run.name);
-        until_answered(WAIT, &what, &[], || async {
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-        })
-        .await;
     }
 }
 
@@ -121,54 +52,42 @@ fn count(record: &str) -> u32 {
 
 /// Waits until every run's log has recorded each object of `want` at least as often as
 /// wanted, then asserts the log is exactly `want` (so a record too many fails).
-async fn expect_log(runs: &[Run], want: &[(&str, &str)]) {
+async fn expect_log(runs: &SideBySide, want: &[(&str, &str)]) {
     let want: BTreeMap<String, String> = want
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    for run in runs {
-        let api = run.api::<ConfigMap>();
-        let what = format!("{}: log {want:?}", run.name);
+    runs.each(async |side| {
+        let what = format!("{}: log {want:?}", side.label);
         let log = eventually(WAIT, &what, || async {
-            let log = api.get_opt(LOG).await.ok().flatten()?.data?;
+            let log = side.get::<ConfigMap>(LOG).await?.data?;
             want.iter()
                 .all(|(k, v)| log.get(k).is_some_and(|r| count(r) >= count(v)))
                 .then_some(log)
         })
         .await;
-        assert_eq!(log, want, "{}: the log", run.name);
-    }
+        assert_eq!(log, want, "{}: the log", side.label);
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn records_label_changes_of_every_kind_through_an_apiserver_restart() {
     let client = client().await;
-    let mut runs = Vec::new();
-    for name in ["wasm", "native"] {
-        let ns = fresh_namespace(&client, &format!("multi-watch-{name}")).await;
-        runs.push(Run {
-            name,
-            ns,
-            client: client.clone(),
-        });
-    }
+    let mut runs = SideBySide::wasm_and_native(&client, "multi-watch").await;
     let gold = format!("2 {WATCHED},tier=gold");
     let once = format!("1 {WATCHED}");
 
     // Before the programs start: one watched object of each kind, and an unwatched one.
-    create(&runs, &config_map("alpha", true)).await;
-    create(&runs, &config_map("ignored", false)).await;
-    create(&runs, &secret("token")).await;
-    create(&runs, &service_account("builder")).await;
+    runs.create_answered(&watched_config_map("alpha", true), WAIT)
+        .await;
+    runs.create_answered(&watched_config_map("ignored", false), WAIT)
+        .await;
+    runs.create_answered(&secret("token"), WAIT).await;
+    runs.create_answered(&service_account("builder"), WAIT)
+        .await;
 
-    let mut wasm = HostShim::start(&kubeconfig_for(&runs[0].ns, &scratch_dir()), &[], MODULE);
-    let mut native = Program::native(MODULE, &kubeconfig_for(&runs[1].ns, &scratch_dir()));
-    for program in [&wasm, &native] {
-        program
-            .stdout
-            .wait_for("multi-watch: watching", WAIT)
-            .expect("the program started");
-    }
+    runs.start(MODULE, &[], "multi-watch: watching", WAIT);
     expect_log(
         &runs,
         &[
@@ -182,23 +101,27 @@ async fn records_label_changes_of_every_kind_through_an_apiserver_restart() {
     // Updates the label predicate filters out, then label changes on the same objects (each
     // kind's events arrive in order, so when the label change is recorded the earlier update
     // has been filtered: the count is 2, not 3), and a new object.
-    patch::<ConfigMap>(&runs, "alpha", serde_json::json!({"data": {"k": "2"}})).await;
-    patch::<ServiceAccount>(
-        &runs,
+    runs.merge_patch_answered::<ConfigMap>("alpha", serde_json::json!({"data": {"k": "2"}}), WAIT)
+        .await;
+    runs.merge_patch_answered::<ServiceAccount>(
         "builder",
         serde_json::json!({"metadata": {"annotations": {"note": "data only"}}}),
+        WAIT,
     )
     .await;
-    patch::<Secret>(
-        &runs,
+    runs.merge_patch_answered::<Secret>(
         "token",
         serde_json::json!({"stringData": {"token": "new"}}),
+        WAIT,
     )
     .await;
     let tier_gold = serde_json::json!({"metadata": {"labels": {"tier": "gold"}}});
-    patch::<ConfigMap>(&runs, "alpha", tier_gold.clone()).await;
-    patch::<ServiceAccount>(&runs, "builder", tier_gold).await;
-    create(&runs, &config_map("beta", true)).await;
+    runs.merge_patch_answered::<ConfigMap>("alpha", tier_gold.clone(), WAIT)
+        .await;
+    runs.merge_patch_answered::<ServiceAccount>("builder", tier_gold, WAIT)
+        .await;
+    runs.create_answered(&watched_config_map("beta", true), WAIT)
+        .await;
     expect_log(
         &runs,
         &[
@@ -213,13 +136,15 @@ async fn records_label_changes_of_every_kind_through_an_apiserver_restart() {
     // Right after the apiserver comes back: new objects of every kind and a label change are
     // recorded; the objects a relist re-emits unchanged are not recorded again.
     restart_apiserver().expect("apiserver restarted");
-    create(&runs, &config_map("gamma", true)).await;
-    create(&runs, &secret("second")).await;
-    create(&runs, &service_account("deployer")).await;
-    patch::<Secret>(
-        &runs,
+    runs.create_answered(&watched_config_map("gamma", true), WAIT)
+        .await;
+    runs.create_answered(&secret("second"), WAIT).await;
+    runs.create_answered(&service_account("deployer"), WAIT)
+        .await;
+    runs.merge_patch_answered::<Secret>(
         "token",
         serde_json::json!({"metadata": {"labels": {"tier": "silver"}}}),
+        WAIT,
     )
     .await;
     let silver = format!("2 {WATCHED},tier=silver");
@@ -236,9 +161,10 @@ async fn records_label_changes_of_every_kind_through_an_apiserver_restart() {
         ],
     )
     .await;
-    for program in [&wasm, &native] {
+    for side in &runs.sides {
         assert!(
-            !program
+            !side
+                .program()
                 .stdout
                 .snapshot()
                 .iter()
@@ -252,11 +178,9 @@ async fn records_label_changes_of_every_kind_through_an_apiserver_restart() {
         ApiResource::erase::<Secret>(&()),
         ApiResource::erase::<ServiceAccount>(&()),
     ];
-    let wasm_state = namespace_state(&client, &runs[0].ns, &resources).await;
-    let native_state = namespace_state(&client, &runs[1].ns, &resources).await;
-    assert_eq!(
-        wasm_state.keys().collect::<Vec<_>>(),
-        [
+    runs.assert_same_state(
+        &resources,
+        &[
             "ConfigMap/alpha",
             "ConfigMap/beta",
             "ConfigMap/gamma",
@@ -266,20 +190,11 @@ async fn records_label_changes_of_every_kind_through_an_apiserver_restart() {
             "Secret/token",
             "ServiceAccount/builder",
             "ServiceAccount/deployer",
-        ]
-    );
-    assert_same_state("wasm", &wasm_state, "native", &native_state);
+        ],
+    )
+    .await;
 
     // The host shim turns SIGTERM into the module's ctrl_c; the native build's ctrl_c is
     // SIGINT.
-    let status = wasm.terminate(WAIT).expect("host shim exits");
-    assert!(status.success(), "host shim exit status {status}");
-    let status = native.interrupt(WAIT).expect("native build exits");
-    assert!(status.success(), "native exit status {status}");
-    for program in [&wasm, &native] {
-        program
-            .stdout
-            .wait_for("multi-watch: stop requested", Duration::from_secs(1))
-            .expect("the program saw the stop request");
-    }
+    runs.stop(Stop::Int, "multi-watch: stop requested", WAIT);
 }

@@ -5,13 +5,10 @@
 //! both runs end in the same state and exit 0 when stopped.
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use kube::api::{ApiResource, DeleteParams, Patch, PatchParams, PostParams};
-use kube_wasm_e2e::state::{assert_same_state, namespace_state};
-use kube_wasm_e2e::{
-    HostShim, Program, client, config_map, eventually, fresh_namespace, kubeconfig_for,
-    restart_apiserver, scratch_dir, until_answered,
-};
+use kube::api::ApiResource;
+use kube_wasm_e2e::objects::config_map;
+use kube_wasm_e2e::side_by_side::{Side, SideBySide, Stop};
+use kube_wasm_e2e::{client, eventually, restart_apiserver};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -20,47 +17,8 @@ const MODULE: &str = "store-reader";
 const LABEL: &str = "kube-wasm.dev/store";
 const SUMMARY: &str = "store-summary";
 
-/// One run of the example: its namespace and how it is started.
-struct Run {
-    name: &'static str,
-    ns: String,
-    cms: Api<ConfigMap>,
-}
-
-async fn create(runs: &[Run], cm: &ConfigMap) {
-    for run in runs {
-        let what = format!("{}: create {:?}", run.name, cm.metadata.name);
-        until_answered(WAIT, &what, &[409], || async {
-            run.cms.create(&PostParams::default(), cm).await
-        })
-        .await;
-    }
-}
-
-async fn patch(runs: &[Run], name: &str, patch: serde_json::Value) {
-    for run in runs {
-        let what = format!("{}: patch {name}", run.name);
-        until_answered(WAIT, &what, &[], || async {
-            run.cms
-                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-        })
-        .await;
-    }
-}
-
-async fn delete(runs: &[Run], name: &str) {
-    for run in runs {
-        let what = format!("{}: delete {name}", run.name);
-        until_answered(WAIT, &what, &[404], || async {
-            run.cms.delete(name, &DeleteParams::default()).await
-        })
-        .await;
-    }
-}
-
 /// Waits until every run's summary holds exactly these values.
-async fn expect_summary(runs: &[Run], count: usize, names: &str, primary: &str, mode: &str) {
+async fn expect_summary(runs: &SideBySide, count: usize, names: &str, primary: &str, mode: &str) {
     let want: BTreeMap<String, String> = [
         ("count", count.to_string()),
         ("names", names.to_string()),
@@ -70,18 +28,19 @@ async fn expect_summary(runs: &[Run], count: usize, names: &str, primary: &str, 
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
-    for run in runs {
-        let what = format!("{}: summary {want:?}", run.name);
+    runs.each(async |side| {
+        let what = format!("{}: summary {want:?}", side.label);
         eventually(WAIT, &what, || async {
-            let cm = run.cms.get_opt(SUMMARY).await.ok().flatten()?;
+            let cm = side.get::<ConfigMap>(SUMMARY).await?;
             (cm.data.as_ref() == Some(&want)).then_some(())
         })
         .await;
-    }
+    })
+    .await;
 }
 
-fn summary_writes(program: &Program) -> usize {
-    program
+fn summary_writes(side: &Side) -> usize {
+    side.program()
         .stdout
         .snapshot()
         .iter()
@@ -92,126 +51,99 @@ fn summary_writes(program: &Program) -> usize {
 #[tokio::test]
 async fn summary_follows_the_store_through_an_apiserver_restart() {
     let client = client().await;
-    let mut runs = Vec::new();
-    for name in ["wasm", "native"] {
-        let ns = fresh_namespace(&client, &format!("store-reader-{name}")).await;
-        let cms = Api::namespaced(client.clone(), &ns);
-        runs.push(Run { name, ns, cms });
-    }
+    let mut runs = SideBySide::wasm_and_native(&client, "store-reader").await;
     let label = (LABEL, "true");
 
     // Before the programs start: the initial listing finds `alpha`, not the unlabelled `other`.
-    create(&runs, &config_map("alpha", &[label], &[("k", "1")])).await;
-    create(&runs, &config_map("other", &[], &[])).await;
+    runs.create_answered(&config_map("alpha", &[label], &[("k", "1")]), WAIT)
+        .await;
+    runs.create_answered(&config_map("other", &[], &[]), WAIT)
+        .await;
 
-    let mut wasm = HostShim::start(&kubeconfig_for(&runs[0].ns, &scratch_dir()), &[], MODULE);
-    let mut native = Program::native(MODULE, &kubeconfig_for(&runs[1].ns, &scratch_dir()));
-    for program in [&wasm, &native] {
-        program
-            .stdout
-            .wait_for("store-reader: store ready", WAIT)
-            .expect("the store became ready");
-    }
+    runs.start(MODULE, &[], "store-reader: store ready", WAIT);
     expect_summary(&runs, 1, "alpha", "none", "unset").await;
 
     // Created while watching; `find` picks the one labelled role=primary.
-    create(
-        &runs,
+    runs.create_answered(
         &config_map("beta", &[label, ("role", "primary")], &[]),
+        WAIT,
     )
     .await;
     expect_summary(&runs, 2, "alpha,beta", "beta", "unset").await;
 
     // Label changes: `alpha` leaves the selector, `other` joins it.
-    patch(
-        &runs,
+    runs.merge_patch_answered::<ConfigMap>(
         "alpha",
         serde_json::json!({"metadata": {"labels": {LABEL: null}}}),
+        WAIT,
     )
     .await;
-    patch(
-        &runs,
+    runs.merge_patch_answered::<ConfigMap>(
         "other",
         serde_json::json!({"metadata": {"labels": {LABEL: "true"}}}),
+        WAIT,
     )
     .await;
     expect_summary(&runs, 2, "beta,other", "beta", "unset").await;
 
     // `settings` is read with `get`; its data changes are followed.
-    create(
-        &runs,
-        &config_map("settings", &[label], &[("mode", "blue")]),
-    )
-    .await;
+    runs.create_answered(&config_map("settings", &[label], &[("mode", "blue")]), WAIT)
+        .await;
     expect_summary(&runs, 3, "beta,other,settings", "beta", "blue").await;
-    patch(
-        &runs,
+    runs.merge_patch_answered::<ConfigMap>(
         "settings",
         serde_json::json!({"data": {"mode": "green"}}),
+        WAIT,
     )
     .await;
     expect_summary(&runs, 3, "beta,other,settings", "beta", "green").await;
 
-    delete(&runs, "beta").await;
+    runs.delete_answered::<ConfigMap>("beta", WAIT).await;
     expect_summary(&runs, 2, "other,settings", "none", "green").await;
 
     // Changes made right after the apiserver comes back: the reflector resumes or relists
     // and the summary catches up with all of them.
     restart_apiserver().expect("apiserver restarted");
-    create(
-        &runs,
+    runs.create_answered(
         &config_map("gamma", &[label, ("role", "primary")], &[]),
+        WAIT,
     )
     .await;
-    delete(&runs, "other").await;
-    patch(
-        &runs,
+    runs.delete_answered::<ConfigMap>("other", WAIT).await;
+    runs.merge_patch_answered::<ConfigMap>(
         "settings",
         serde_json::json!({"data": {"mode": "red"}}),
+        WAIT,
     )
     .await;
     expect_summary(&runs, 2, "gamma,settings", "gamma", "red").await;
 
     // Nothing changes any more, so nothing more is written (three ticks later).
     let last = r#"wrote summary {"count": "2", "mode": "red", "names": "gamma,settings", "primary": "gamma"}"#;
-    for program in [&wasm, &native] {
-        program
-            .stdout
-            .wait_for(last, WAIT)
-            .expect("the final summary was logged");
+    for side in &runs.sides {
+        side.wait_for(last, WAIT);
     }
-    let writes = [summary_writes(&wasm), summary_writes(&native)];
+    let writes: Vec<usize> = runs.sides.iter().map(summary_writes).collect();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
-        [summary_writes(&wasm), summary_writes(&native)],
+        runs.sides.iter().map(summary_writes).collect::<Vec<_>>(),
         writes,
         "an unchanged summary is not written again"
     );
 
     let resources = [ApiResource::erase::<ConfigMap>(&())];
-    let wasm_state = namespace_state(&client, &runs[0].ns, &resources).await;
-    let native_state = namespace_state(&client, &runs[1].ns, &resources).await;
-    assert_eq!(
-        wasm_state.keys().collect::<Vec<_>>(),
-        [
+    runs.assert_same_state(
+        &resources,
+        &[
             "ConfigMap/alpha",
             "ConfigMap/gamma",
             "ConfigMap/settings",
-            "ConfigMap/store-summary"
-        ]
-    );
-    assert_same_state("wasm", &wasm_state, "native", &native_state);
+            "ConfigMap/store-summary",
+        ],
+    )
+    .await;
 
     // The host shim turns SIGTERM into the module's ctrl_c; the native build's ctrl_c is
     // SIGINT.
-    let status = wasm.terminate(WAIT).expect("host shim exits");
-    assert!(status.success(), "host shim exit status {status}");
-    let status = native.interrupt(WAIT).expect("native build exits");
-    assert!(status.success(), "native exit status {status}");
-    for program in [&wasm, &native] {
-        program
-            .stdout
-            .wait_for("store-reader: stop requested", Duration::from_secs(1))
-            .expect("the program saw the stop request");
-    }
+    runs.stop(Stop::Int, "store-reader: stop requested", WAIT);
 }

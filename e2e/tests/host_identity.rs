@@ -7,11 +7,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
+use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
-use kube_wasm_e2e::{
-    audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
-};
+use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
 
 fn labelled(name: &str) -> ConfigMap {
@@ -118,7 +117,7 @@ async fn denied_requests_are_403_values_and_modules_act_as_their_service_account
     ];
     let manifest = write_manifest(&dir, "host.yaml", "", &entries);
     let kubeconfig = kubeconfig_for(&acting_ns, &dir);
-    let metrics_addr = free_local_addr();
+    let metrics_addr = free_local_addr().expect("a free port").to_string();
     let mut host = start_manifest_with(&kubeconfig, &manifest, &["--metrics-addr", &metrics_addr]);
 
     // The denied module's kube client got a 403 Forbidden Status for its secrets request, and

@@ -5,10 +5,9 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
+use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
-use kube_wasm_e2e::{
-    audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
-};
+use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
 
 const MODES: [&str; 4] = ["loop", "oom", "panic", "garbage"];

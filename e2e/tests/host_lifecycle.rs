@@ -1,8 +1,7 @@
 //! How the host ends modules, against the real apiserver.
 
-use kube_wasm_e2e::{
-    HostShim, audited_requests, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir,
-};
+use kube_wasm_e2e::audit::audited_requests;
+use kube_wasm_e2e::{HostShim, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
 
 #[tokio::test]

@@ -6,10 +6,9 @@
 //! encoded too) succeed, and the real API server's audit log shows no request on Secrets and
 //! no watch of Services at all.
 
+use kube_wasm_e2e::audit::Tail;
 use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
-use kube_wasm_e2e::{
-    audit_events_after, audit_log_mark, client, fresh_namespace, kubeconfig_for, scratch_dir,
-};
+use kube_wasm_e2e::{client, env_path, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
 
 /// `IMPORT METHOD URI => OUTCOME`, NS the module's namespace.
@@ -91,7 +90,7 @@ async fn no_spelling_reaches_secrets_or_watches_what_may_only_be_listed() {
     // must list and watch only what the module was allowed.
     let manifest = write_manifest(&dir, "host.yaml", "", &entries);
     let kubeconfig = kubeconfig_for(&ns, &dir);
-    let mark = audit_log_mark();
+    let mut audit = Tail::at_end(env_path("KUBE_WASM_AUDIT_LOG")).expect("the audit log");
     let mut host = start_manifest(&kubeconfig, &manifest);
     host.stdout
         .wait_for("[hostile] hostile: tries done", Duration::from_secs(60))
@@ -110,7 +109,7 @@ async fn no_spelling_reaches_secrets_or_watches_what_may_only_be_listed() {
 
     host.terminate(Duration::from_secs(10))
         .expect("the host stops");
-    let events = audit_events_after(mark);
+    let events = audit.events().expect("the audit log reads");
     let secrets: Vec<String> = events
         .iter()
         .filter(|e| e["objectRef"]["resource"] == "secrets")

@@ -7,42 +7,16 @@
 //! exit cleanly. The metrics endpoint shows the suspends and resumes.
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams, ResourceExt};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
-use kube_wasm_e2e::{
-    client, config_map, env_path, eventually, fresh_namespace, generator_resource, kubeconfig_for,
-    scratch_dir, wait_crd_established,
-};
+use kube_wasm_e2e::objects::{config_map, generator_resource, install_crd, native_crd};
+use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Installs the example's CRD (as its native build prints it) and waits until it is
-/// established.
-async fn install_crd(client: &Client) {
-    let out =
-        std::process::Command::new(env_path("KUBE_WASM_NATIVE_BIN").join("configmap-generator"))
-            .arg("crd")
-            .output()
-            .expect("configmap-generator crd runs");
-    assert!(out.status.success(), "configmap-generator crd: {out:?}");
-    let crd: CustomResourceDefinition = serde_json::from_slice(&out.stdout).expect("JSON");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = crd.name_any();
-    crds.patch(
-        &name,
-        &PatchParams::apply("kube-wasm-e2e").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .expect("CRD applied");
-    wait_crd_established(&crds, &name, WAIT).await;
-}
 
 /// The value of `metric{module="name"}`, 0 if absent.
 fn value(text: &str, metric: &str, module: &str) -> f64 {
@@ -106,7 +80,13 @@ fn generator(name: &str, spec: Value) -> DynamicObject {
 #[tokio::test]
 async fn suspended_controllers_keep_their_state_and_requeues_and_reconcile_the_next_change() {
     let client = client().await;
-    install_crd(&client).await;
+    install_crd(
+        &client,
+        &native_crd("configmap-generator"),
+        "kube-wasm-e2e",
+        WAIT,
+    )
+    .await;
     let gen_ns = fresh_namespace(&client, "suspend-gen").await;
     let store_ns = fresh_namespace(&client, "suspend-store").await;
     let generators: Api<DynamicObject> =
@@ -144,7 +124,7 @@ async fn suspended_controllers_keep_their_state_and_requeues_and_reconcile_the_n
         ],
     );
     let kubeconfig = kubeconfig_for("default", &dir);
-    let metrics = free_local_addr();
+    let metrics = free_local_addr().expect("a free port").to_string();
     let mut host = start_manifest_with(&kubeconfig, &manifest, &["--metrics-addr", &metrics]);
 
     // The generator reconciles its first object, then goes idle and is suspended.

@@ -4,7 +4,8 @@
 //! refuse is sent, spelled exactly as written, straight to the API server (not through the
 //! host), and the verb and object its audit log records must be the ones the table states.
 
-use kube_wasm_e2e::{audit_events_after, audit_log_mark, client, fresh_namespace};
+use kube_wasm_e2e::audit::Tail;
+use kube_wasm_e2e::{client, env_path, fresh_namespace};
 use std::time::Duration;
 
 const CASES: &str = include_str!("../../host-shim/tests/data/request_info.cases");
@@ -36,7 +37,7 @@ fn notation(event: &serde_json::Value) -> String {
 async fn the_cases_are_what_the_api_server_records() {
     let client = client().await;
     let ns = fresh_namespace(&client, "classify").await;
-    let mark = audit_log_mark();
+    let mut audit = Tail::at_end(env_path("KUBE_WASM_AUDIT_LOG")).expect("the audit log");
 
     let mut sent = Vec::new();
     for (i, line) in CASES
@@ -64,7 +65,7 @@ async fn the_cases_are_what_the_api_server_records() {
     }
     assert!(sent.len() >= 80, "only {} cases sent", sent.len());
 
-    let events = audit_events_after(mark);
+    let events = audit.events().expect("the audit log reads");
     let mut wrong = Vec::new();
     for (agent, line, expected) in &sent {
         let Some(event) = events

@@ -1,13 +1,13 @@
-//! The requests one build sent, read from the apiserver's audit log and projected onto what two
-//! correct runs of the same steps share.
+//! The requests one build sent, read from the apiserver's audit log (with the test kit's
+//! [`Tail`]) and projected onto what two correct runs of the same steps share.
 //!
 //! Only requests on objects in the run's namespace count, and only those sent by the program:
 //! the harness impersonates the user [`HARNESS_USER`], so its own requests carry
 //! `impersonatedUser` and are left out.
 
+use kube_wasm_e2e::audit::{ByRequest, Tail};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 /// The user the harness's own requests impersonate.
@@ -57,63 +57,50 @@ impl std::fmt::Display for Request {
 
 /// Reads the audit log incrementally and keeps the requests of one namespace.
 pub struct AuditTail {
-    path: PathBuf,
+    tail: Tail,
     namespace: String,
-    offset: u64,
-    partial: String,
-    /// Requests by audit ID, in the order first seen.
-    order: Vec<String>,
-    events: HashMap<String, Vec<Value>>,
+    requests: ByRequest,
     /// Known resourceVersions and what they are the version of.
     versions: HashMap<String, String>,
 }
 
 impl AuditTail {
     /// Starts at the current end of the log: earlier requests are not this run's.
+    ///
+    /// # Panics
+    /// If the log cannot be read: an unread log would show no requests, not no difference.
     pub fn new(path: PathBuf, namespace: &str) -> AuditTail {
-        let offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let tail = Tail::at_end(path).unwrap_or_else(|e| panic!("the audit log: {e:#}"));
         AuditTail {
-            path,
+            tail,
             namespace: namespace.to_string(),
-            offset,
-            partial: String::new(),
-            order: Vec::new(),
-            events: HashMap::new(),
+            requests: ByRequest::default(),
             versions: HashMap::new(),
         }
     }
 
     /// Reads what was appended since the last call; returns how many audit events of the
     /// program in this namespace were logged so far (all stages).
+    ///
+    /// # Panics
+    /// If the log cannot be read (see [`AuditTail::new`]).
     pub fn poll(&mut self) -> usize {
-        let mut text = String::new();
-        if let Ok(mut file) = std::fs::File::open(&self.path)
-            && file.seek(SeekFrom::Start(self.offset)).is_ok()
-            && let Ok(n) = file.read_to_string(&mut text)
-        {
-            self.offset += n as u64;
-        }
-        let text = std::mem::take(&mut self.partial) + &text;
-        let mut lines: Vec<&str> = text.split('\n').collect();
-        self.partial = lines.pop().unwrap_or_default().to_string();
+        let lines = self
+            .tail
+            .lines()
+            .unwrap_or_else(|e| panic!("the audit log: {e:#}"));
         let needle = format!("\"namespace\":\"{}\"", self.namespace);
-        for line in lines.into_iter().filter(|l| l.contains(&needle)) {
+        for line in lines.iter().filter(|l| l.contains(&needle)) {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            if event["objectRef"]["namespace"] != self.namespace.as_str()
-                || !event["impersonatedUser"].is_null()
+            if event["objectRef"]["namespace"] == self.namespace.as_str()
+                && event["impersonatedUser"].is_null()
             {
-                continue;
+                self.requests.push(event);
             }
-            let id = event["auditID"].as_str().unwrap_or_default().to_string();
-            let stages = self.events.entry(id.clone()).or_default();
-            if stages.is_empty() {
-                self.order.push(id);
-            }
-            stages.push(event);
         }
-        self.events.values().map(Vec::len).sum()
+        self.requests.events()
     }
 
     /// Remembers `version` as the resourceVersion of `what` (e.g. `ConfigMap/a`): a request
@@ -127,12 +114,12 @@ impl AuditTail {
 
     /// The number of requests seen so far.
     pub fn len(&self) -> usize {
-        self.order.len()
+        self.requests.len()
     }
 
     /// Whether no request was seen yet.
     pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
+        self.requests.is_empty()
     }
 
     /// The watches from index `from` on that are still open: the apiserver has not logged
@@ -141,10 +128,9 @@ impl AuditTail {
     /// end is logged, moments later. (Stage `ResponseStarted` is no sign of an established
     /// watch: kube-apiserver 1.20 logs it only when the watch ends.)
     pub fn open_watches(&self, from: usize) -> Vec<Request> {
-        self.order
-            .iter()
+        self.requests
+            .requests()
             .skip(from)
-            .filter_map(|id| self.events.get(id))
             .filter(|stages| {
                 let stage = |name: &str| stages.iter().any(|s| s["stage"] == name);
                 stages[0]["verb"] == "watch" && !stage("ResponseComplete") && !stage("Panic")
@@ -155,10 +141,9 @@ impl AuditTail {
 
     /// The projected requests from index `from` on, in the order the apiserver received them.
     pub fn requests(&self, from: usize) -> Vec<Request> {
-        self.order
-            .iter()
+        self.requests
+            .requests()
             .skip(from)
-            .filter_map(|id| self.events.get(id))
             .map(|stages| self.project(stages))
             .collect()
     }

@@ -52,5 +52,6 @@ pub mod report;
 pub mod run;
 pub mod state;
 
+pub use kube_wasm_e2e::side_by_side::Build;
 pub use parity::Parity;
-pub use run::{Build, Run};
+pub use run::Run;

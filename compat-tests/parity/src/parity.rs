@@ -4,11 +4,12 @@
 use crate::allowlist::Allowlist;
 use crate::audit::{HARNESS_USER, Request};
 use crate::report::{Difference, sequence_differences, table};
-use crate::run::{Build, Run};
+use crate::run::Run;
 use crate::state;
 use kube::Client;
 use kube::api::ApiResource;
-use kube_wasm_e2e::{fresh_namespace, restart_apiserver};
+use kube_wasm_e2e::restart_apiserver;
+use kube_wasm_e2e::side_by_side::{Build, SideBySide};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -63,7 +64,7 @@ fn unwatched<'a>(run: &mut Run, from: usize, watched: &[&'a str]) -> Vec<&'a str
 
 /// The builds to compare: `KUBE_WASM_PARITY_BUILDS` (`native,wasm` by default;
 /// `native,native` checks that the projections are deterministic).
-fn builds() -> Vec<Build> {
+fn builds() -> [Build; 2] {
     let text = std::env::var("KUBE_WASM_PARITY_BUILDS").unwrap_or_else(|_| "native,wasm".into());
     let builds: Vec<Build> = text
         .split(',')
@@ -73,8 +74,9 @@ fn builds() -> Vec<Build> {
             other => panic!("KUBE_WASM_PARITY_BUILDS: unknown build {other:?}"),
         })
         .collect();
-    assert_eq!(builds.len(), 2, "KUBE_WASM_PARITY_BUILDS names two builds");
     builds
+        .try_into()
+        .unwrap_or_else(|_| panic!("KUBE_WASM_PARITY_BUILDS names two builds"))
 }
 
 /// A client for the test control plane that impersonates [`HARNESS_USER`] (in group
@@ -104,17 +106,9 @@ impl Parity {
     /// kinds whose objects make up the compared final state.
     pub async fn new(program: &'static str, resources: Vec<ApiResource>) -> Parity {
         let client = harness_client().await;
-        let mut runs = Vec::new();
-        let builds = builds();
-        for (i, build) in builds.iter().enumerate() {
-            let label = match (i, builds[0] == builds[1]) {
-                (1, true) => format!("{} (again)", build.name()),
-                _ => build.name().to_string(),
-            };
-            let short = program.trim_start_matches("parity-");
-            let namespace = fresh_namespace(&client, &format!("p-{short}-{}", build.name())).await;
-            runs.push(Run::new(label, *build, namespace, client.clone()));
-        }
+        let short = program.trim_start_matches("parity-");
+        let sides = SideBySide::new(&client, &format!("p-{short}"), builds()).await;
+        let runs = sides.sides.into_iter().map(Run::new).collect();
         Parity {
             program,
             resources,

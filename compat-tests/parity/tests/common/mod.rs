@@ -1,12 +1,14 @@
-//! What the parity tests share: object builders and the kinds they compare.
+//! What the parity tests share: object builders (the test kit's and the scenarios') and the
+//! kinds they compare.
 
 #![allow(dead_code)]
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
-use kube::api::{ApiResource, ObjectMeta};
+use kube::api::ApiResource;
 use kube_wasm_parity::Parity;
 use parity_scenarios::types::{Widget, WidgetSpec};
+
+pub use kube_wasm_e2e::objects::config_map;
 
 /// Installs the CRDs and prepares the two runs of `program`.
 pub async fn parity(program: &'static str, resources: Vec<ApiResource>) -> Parity {
@@ -29,25 +31,4 @@ pub fn widget(name: &str, content: &str) -> Widget {
             key: None,
         },
     )
-}
-
-/// A ConfigMap with `labels` and `data`.
-pub fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
-    let map = |pairs: &[(&str, &str)]| {
-        (!pairs.is_empty()).then(|| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        })
-    };
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: map(labels),
-            ..ObjectMeta::default()
-        },
-        data: map(data),
-        ..ConfigMap::default()
-    }
 }

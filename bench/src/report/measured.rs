@@ -1,0 +1,47 @@
+//! What the driver measured: the report's input, kept whole in `report.json`.
+
+use serde::Serialize;
+
+use crate::fleet::Variant;
+use crate::statics::Statics;
+use crate::workloads::{ChurnRun, ResumePoint, RingRun};
+
+/// A variant that was asked for but could not run, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unavailable {
+    /// The variant.
+    pub variant: Variant,
+    /// Why.
+    pub reason: String,
+}
+
+/// Everything measured, and the parameters.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measured {
+    /// When the run started (RFC 3339-ish, from `date`), and the machine.
+    pub context: Vec<(String, String)>,
+    /// Variants run.
+    pub variants: Vec<Variant>,
+    /// Variants asked for that could not run.
+    pub unavailable: Vec<Unavailable>,
+    /// Controller counts of the ring.
+    pub ns: Vec<usize>,
+    /// Ring launches.
+    pub ring: Vec<RingRun>,
+    /// Churn launches.
+    pub churn: Vec<ChurnRun>,
+    /// The resume curve, by linear-memory size (empty when it did not run).
+    pub resume: Vec<ResumePoint>,
+    /// Figures without a cluster.
+    pub statics: Option<Statics>,
+}
+
+impl Measured {
+    /// Why `v` could not run, if it was asked for and could not.
+    pub fn unavailable(&self, v: Variant) -> Option<&str> {
+        self.unavailable
+            .iter()
+            .find(|u| u.variant == v)
+            .map(|u| u.reason.as_str())
+    }
+}

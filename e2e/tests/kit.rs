@@ -1,0 +1,68 @@
+//! The test kit's own pieces, without a cluster. (A test target rather than unit tests in the
+//! library, so `scripts/test.sh` runs them within the workspace's feature resolution.)
+
+use kube_wasm_e2e::audit::{ByRequest, Tail};
+use kube_wasm_e2e::manifest::{Entry, render};
+use std::io::Write as _;
+
+fn append(path: &std::path::Path, text: &str) {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .expect("append");
+}
+
+#[test]
+fn the_tail_returns_whole_new_lines_across_a_rotation() {
+    let dir = std::env::temp_dir().join(format!("kube-wasm-kit-tail-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let log = dir.join("audit.log");
+    std::fs::write(&log, "before\n").expect("write");
+    let mut tail = Tail::at_end(log.clone()).expect("the log is readable");
+    append(&log, "a\nb-torn");
+    assert_eq!(tail.lines().expect("read"), ["a"]);
+    append(&log, "-end\n");
+    std::fs::rename(&log, dir.join("audit-2026-01-01T00-00-00.000.log")).expect("rotate");
+    std::fs::write(&log, "c\n").expect("write");
+    assert_eq!(tail.lines().expect("read"), ["b-torn-end", "c"]);
+    std::fs::remove_dir_all(&dir).expect("cleaned up");
+    assert!(
+        tail.lines().is_err(),
+        "an unreadable log is an error, not empty"
+    );
+}
+
+#[test]
+fn events_group_by_request_in_first_seen_order() {
+    let mut grouped = ByRequest::default();
+    for (id, stage) in [("b", "1"), ("a", "1"), ("b", "2")] {
+        grouped.push(serde_json::json!({ "auditID": id, "stage": stage }));
+    }
+    assert_eq!((grouped.len(), grouped.events()), (2, 3));
+    let ids: Vec<(&str, usize)> = grouped
+        .requests()
+        .map(|stages| {
+            (
+                stages[0]["auditID"].as_str().unwrap_or_default(),
+                stages.len(),
+            )
+        })
+        .collect();
+    assert_eq!(ids, [("b", 2), ("a", 1)]);
+}
+
+#[test]
+fn manifests_quote_values_and_list_env_last() {
+    let entry = Entry::with_wasm("m", "/w/m.wasm".as_ref())
+        .namespace("ns")
+        .field("restartPolicy: Never")
+        .env("K", "v");
+    let text = render("cache", "sharedWatches: true", &[entry]);
+    assert_eq!(
+        text,
+        "cacheDir: \"cache\"\nsharedWatches: true\nmodules:\n  - name: \"m\"\n    wasm: \
+         \"/w/m.wasm\"\n    namespace: \"ns\"\n    restartPolicy: Never\n    env:\n      \"K\": \
+         \"v\"\n"
+    );
+}
