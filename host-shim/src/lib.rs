@@ -47,6 +47,7 @@ pub mod permissions;
 pub mod request_info;
 pub mod request_uri;
 pub mod restart;
+pub mod run_config;
 pub mod state;
 pub mod stop;
 pub mod supervisor;

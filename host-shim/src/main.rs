@@ -1,24 +1,18 @@
 //! `host-shim`: the command-line edge. See the library crate for how modules run.
 
 use std::io::IsTerminal as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser as _;
-use host_shim::backoff::Backoff;
-use host_shim::cli::{Cli, Command, RunArgs, module_names};
-use host_shim::config::ClusterSource;
-use host_shim::engine::PoolSize;
+use host_shim::cli::{Cli, Command, RunArgs};
 use host_shim::identity::Identities;
-use host_shim::manifest::{MAX_MEMORY_LIMIT, Manifest};
 use host_shim::module::ModuleOutcome;
-use host_shim::state::OpLimits;
+use host_shim::options::ModuleSpec;
+use host_shim::run_config::RunConfig;
 use host_shim::supervisor::exit_status;
-use host_shim::suspend::SuspendPolicy;
-use host_shim::watch_cache::CacheSettings;
-use host_shim::{Host, ModuleOptions, ModuleReport, Settings, StopHandle, Supervisor};
+use host_shim::{Host, ModuleReport, StopHandle, Supervisor};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -92,10 +86,6 @@ fn tune_malloc() {
     }
 }
 
-/// Seconds modules get to exit after a stop request unless `--stop-timeout` or the manifest
-/// say otherwise.
-const DEFAULT_STOP_SECS: u64 = 10;
-
 /// Aborts a background task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -105,154 +95,29 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// What to run: the modules of a manifest, or the module files of the command line.
-struct Plan {
-    modules: Vec<PlannedModule>,
-    cache_dir: Option<PathBuf>,
-    backoff: Backoff,
-    request_timeout: Option<Duration>,
-    entry_deadline: Option<Duration>,
-    stop_timeout: Duration,
-    metrics_addr: Option<std::net::SocketAddr>,
-    shared_watches: bool,
-    largest_memory: u64,
-    suspend_dir: Option<PathBuf>,
-}
-
-struct PlannedModule {
-    name: String,
-    wasm: PathBuf,
-    options: ModuleOptions,
-}
-
-impl Plan {
-    /// Reads and validates the manifest, if any, before anything else happens.
-    fn from_args(args: &RunArgs) -> anyhow::Result<Self> {
-        let default_cache = || {
-            if args.no_cache {
-                None
-            } else {
-                args.cache_dir
-                    .clone()
-                    .or_else(host_shim::cache::default_dir)
-            }
-        };
-        let default_suspend = args.suspend_after.map(SuspendPolicy::after);
-        let Some(path) = &args.manifest else {
-            let names = module_names(&args.modules);
-            return Ok(Self {
-                modules: names
-                    .into_iter()
-                    .zip(&args.modules)
-                    .map(|(name, wasm)| PlannedModule {
-                        name,
-                        wasm: wasm.clone(),
-                        options: ModuleOptions {
-                            suspend: default_suspend,
-                            ..ModuleOptions::default()
-                        },
-                    })
-                    .collect(),
-                cache_dir: default_cache(),
-                backoff: Backoff::default(),
-                request_timeout: None,
-                entry_deadline: None,
-                stop_timeout: Duration::from_secs(args.stop_timeout.unwrap_or(DEFAULT_STOP_SECS)),
-                metrics_addr: args.metrics_addr,
-                shared_watches: args.shared_watches.unwrap_or(true),
-                largest_memory: MAX_MEMORY_LIMIT,
-                suspend_dir: args.suspend_dir.clone(),
-            });
-        };
-        let manifest = Manifest::load(path)?;
-        let largest_memory = manifest.largest_memory_limit();
-        let cache_dir = match (&args.cache_dir, args.no_cache) {
-            (_, true) => None,
-            (Some(dir), false) => Some(dir.clone()),
-            (None, false) => manifest.cache_dir.clone().or_else(default_cache),
-        };
-        Ok(Self {
-            modules: manifest
-                .modules
-                .into_iter()
-                .map(|spec| PlannedModule {
-                    options: ModuleOptions {
-                        args: spec.args,
-                        env: spec.env,
-                        namespace: spec.namespace,
-                        memory_limit: usize::try_from(spec.memory_limit).ok(),
-                        restart: spec.restart,
-                        service_account: spec.service_account,
-                        permissions: spec.permissions,
-                        suspend: spec.suspend.or(default_suspend),
-                    },
-                    name: spec.name,
-                    wasm: spec.wasm,
-                })
-                .collect(),
-            cache_dir,
-            backoff: manifest.backoff,
-            request_timeout: manifest.request_timeout,
-            entry_deadline: manifest.entry_deadline,
-            stop_timeout: args
-                .stop_timeout
-                .map(Duration::from_secs)
-                .or(manifest.stop_timeout)
-                .unwrap_or(Duration::from_secs(DEFAULT_STOP_SECS)),
-            metrics_addr: args.metrics_addr.or(manifest.metrics_addr),
-            shared_watches: args.shared_watches.unwrap_or(manifest.shared_watches),
-            largest_memory,
-            suspend_dir: args.suspend_dir.clone().or(manifest.suspend_dir),
-        })
-    }
-}
-
 async fn run(args: RunArgs) -> anyhow::Result<u8> {
     // Listen for signals first: a SIGTERM while modules compile is a stop request too.
     let stop = StopHandle::new();
     let signals = Signals::install().context("listening for SIGINT/SIGTERM")?;
     tokio::spawn(signals.forward(stop.clone()));
 
-    let plan = Plan::from_args(&args)?;
-    let source = ClusterSource {
-        kubeconfig: args.kubeconfig,
-        context: args.context,
-    };
-    let config = source.load().await?;
-    let accounts: Vec<_> = plan
+    let config = RunConfig::load(args)?;
+    let kube_config = config.cluster.load().await?;
+    let accounts: Vec<_> = config
         .modules
         .iter()
         .filter_map(|m| m.options.service_account.clone())
         .collect();
     let identities =
-        Identities::from_config(config, accounts).context("building the kube clients")?;
+        Identities::from_config(kube_config, accounts).context("building the kube clients")?;
     let upstream = identities.own().clone();
     tracing::info!(
         cluster = upstream.cluster_url(),
         namespace = upstream.default_namespace(),
         "connected to the cluster configuration"
     );
-    let settings = Settings {
-        env: args.env,
-        pool: Some(PoolSize {
-            instances: u32::try_from(plan.modules.len()).unwrap_or(u32::MAX),
-            max_memory_bytes: plan.largest_memory,
-        }),
-        cache_dir: plan.cache_dir,
-        backoff: plan.backoff,
-        limits: OpLimits {
-            request_timeout: plan.request_timeout.or(OpLimits::default().request_timeout),
-            ..OpLimits::default()
-        },
-        entry_deadline: plan
-            .entry_deadline
-            .unwrap_or(Settings::default().entry_deadline),
-        shared_watches: plan.shared_watches.then(CacheSettings::default),
-        suspend_dir: plan.suspend_dir,
-        ..Settings::default()
-    };
-    let host = Host::with_identities(identities, settings)?;
-    let _metrics_server = match plan.metrics_addr {
+    let host = Host::with_identities(identities, config.settings)?;
+    let _metrics_server = match config.metrics_addr {
         Some(addr) => {
             let listener = host_shim::metrics_server::bind(addr)
                 .await
@@ -269,13 +134,13 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let mut loaded = Vec::new();
     let mut reports = Vec::new();
-    for planned in plan.modules {
+    for ModuleSpec {
+        name,
+        wasm,
+        options,
+    } in config.modules
+    {
         let compiler = host.clone();
-        let PlannedModule {
-            name,
-            wasm,
-            options,
-        } = planned;
         let task_name = name.clone();
         let compiled = tokio::task::spawn_blocking(move || compiler.load_file(&task_name, &wasm))
             .await
@@ -298,7 +163,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
         started.elapsed()
     );
 
-    let supervisor = Supervisor::with_stop_handle(host, plan.stop_timeout, stop);
+    let supervisor = Supervisor::with_stop_handle(host, config.stop_timeout, stop);
     reports.extend(supervisor.run(loaded).await);
 
     for report in &reports {

@@ -50,6 +50,7 @@ use serde::Deserialize;
 
 use crate::backoff::Backoff;
 use crate::identity::ServiceAccount;
+use crate::options::{ModuleOptions, ModuleSpec};
 use crate::permissions::{Permissions, Rule, VERBS};
 use crate::restart::RestartPolicy;
 use crate::suspend::SuspendPolicy;
@@ -84,31 +85,6 @@ pub struct Manifest {
     pub suspend_dir: Option<PathBuf>,
     /// The modules, in manifest order (at least one).
     pub modules: Vec<ModuleSpec>,
-}
-
-/// One module of a [`Manifest`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModuleSpec {
-    /// Its name in the host: output prefix, `KUBE_WASM_MODULE`, argv\[0\].
-    pub name: String,
-    /// The `.wasm` file.
-    pub wasm: PathBuf,
-    /// Its default namespace (`KUBE_WASM_DEFAULT_NAMESPACE`), instead of the kubeconfig's.
-    pub namespace: Option<String>,
-    /// Extra environment variables, in key order.
-    pub env: Vec<(String, String)>,
-    /// Arguments after argv\[0\].
-    pub args: Vec<String>,
-    /// Linear memory cap in bytes.
-    pub memory_limit: u64,
-    /// When it is restarted.
-    pub restart: RestartPolicy,
-    /// The ServiceAccount it acts as.
-    pub service_account: Option<ServiceAccount>,
-    /// Its allowlist; `None`: everything its identity may do.
-    pub permissions: Option<Permissions>,
-    /// When it is suspended to disk (`suspend`); `None`: never.
-    pub suspend: Option<SuspendPolicy>,
 }
 
 /// Why a manifest cannot be used: unreadable, not YAML of the manifest's shape, or invalid.
@@ -256,7 +232,8 @@ impl Manifest {
     pub fn largest_memory_limit(&self) -> u64 {
         self.modules
             .iter()
-            .map(|m| m.memory_limit)
+            .filter_map(|m| m.options.memory_limit)
+            .map(|limit| u64::try_from(limit).unwrap_or(u64::MAX))
             .max()
             .unwrap_or(DEFAULT_MEMORY_LIMIT)
     }
@@ -423,14 +400,16 @@ fn validate_module(
     ModuleSpec {
         name: raw.name,
         wasm,
-        namespace: raw.namespace,
-        env: raw.env.into_iter().collect(),
-        args: raw.args,
-        memory_limit,
-        restart,
-        service_account,
-        permissions,
-        suspend,
+        options: ModuleOptions {
+            namespace: raw.namespace,
+            env: raw.env.into_iter().collect(),
+            args: raw.args,
+            memory_limit: Some(usize::try_from(memory_limit).unwrap_or(usize::MAX)),
+            restart,
+            service_account,
+            permissions,
+            suspend,
+        },
     }
 }
 
@@ -578,8 +557,8 @@ modules:
         assert!(!manifest.shared_watches);
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
-        let a = &manifest.modules[0];
-        assert_eq!(a.wasm, base.join("Cargo.toml"));
+        let a = &manifest.modules[0].options;
+        assert_eq!(manifest.modules[0].wasm, base.join("Cargo.toml"));
         assert_eq!(a.namespace.as_deref(), Some("team-a"));
         assert_eq!(
             a.env,
@@ -589,12 +568,15 @@ modules:
             ]
         );
         assert_eq!(a.args, ["--x", "y"]);
-        assert_eq!(a.memory_limit, 64 << 20);
+        assert_eq!(a.memory_limit, Some(64 << 20));
         assert_eq!(a.restart, RestartPolicy::Never);
-        let b = &manifest.modules[1];
+        let b = &manifest.modules[1].options;
         assert_eq!(
             (b.memory_limit, b.restart),
-            (DEFAULT_MEMORY_LIMIT, RestartPolicy::OnFailure)
+            (
+                Some(DEFAULT_MEMORY_LIMIT as usize),
+                RestartPolicy::OnFailure
+            )
         );
         assert_eq!(manifest.largest_memory_limit(), DEFAULT_MEMORY_LIMIT);
     }
@@ -682,7 +664,7 @@ modules:
 "#,
         )
         .expect("valid");
-        let a = &manifest.modules[0];
+        let a = &manifest.modules[0].options;
         assert_eq!(
             a.service_account,
             Some(ServiceAccount {
@@ -695,7 +677,7 @@ modules:
         assert_eq!(rules[1].api_groups, ["apps", ""]);
         assert_eq!(rules[1].resources, ["deployments/scale", "*/status"]);
         assert_eq!(
-            manifest.modules[1].permissions,
+            manifest.modules[1].options.permissions,
             Some(Permissions::default()),
             "an empty list allows nothing"
         );
@@ -747,11 +729,11 @@ modules:
         let base = Path::new(env!("CARGO_MANIFEST_DIR"));
         assert_eq!(manifest.suspend_dir, Some(base.join("snapshots")));
         assert_eq!(
-            manifest.modules[0].suspend,
+            manifest.modules[0].options.suspend,
             Some(SuspendPolicy::after(Duration::from_secs(30)))
         );
         assert_eq!(
-            manifest.modules[1].suspend, None,
+            manifest.modules[1].options.suspend, None,
             "never suspended by default"
         );
 

@@ -2,6 +2,8 @@
 //! memory cap, restart policy, identity, permissions and suspend policy (a manifest entry; see
 //! [`crate::manifest`]).
 
+use std::path::PathBuf;
+
 use crate::identity::ServiceAccount;
 use crate::permissions::Permissions;
 use crate::restart::RestartPolicy;
@@ -46,4 +48,16 @@ impl Default for ModuleOptions {
             suspend: None,
         }
     }
+}
+
+/// One module to run: its name in the host, its file and its options — what a manifest entry
+/// and a `MODULE.wasm` argument of the command line both become.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleSpec {
+    /// Its name in the host: output prefix, `KUBE_WASM_MODULE`, argv\[0\].
+    pub name: String,
+    /// The `.wasm` file (or a precompiled module's source, see [`crate::cache`]).
+    pub wasm: PathBuf,
+    /// What it runs with.
+    pub options: ModuleOptions,
 }
