@@ -3,7 +3,7 @@
 //! This crate is the machinery beneath `kube-wasm-tokio` and `kube-wasm-client`; controller
 //! authors never use it directly.
 //!
-//! - [`host`]: the ABI imports (or, natively, the [`fake`] host that tests drive);
+//! - [`imports`]: the ABI imports (or, natively, the [`fake`] host that tests drive);
 //! - [`clock`]: the monotonic clock (virtual under the fake host);
 //! - [`op`]: an operation in flight, as a stream of completions that cancels on drop;
 //! - [`reactor`]: completions that arrived but were not yet polled, per op, in order;
@@ -18,7 +18,7 @@ pub mod entry;
 pub mod executor;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fake;
-pub mod host;
+pub mod imports;
 pub mod op;
 pub mod reactor;
 

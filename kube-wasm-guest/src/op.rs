@@ -1,7 +1,7 @@
 //! An operation in flight: submitted to the host when created, observed as a stream of
 //! completions, cancelled on the host when dropped early.
 
-use crate::{host, reactor};
+use crate::{imports, reactor};
 use futures_core::Stream;
 use kube_wasm_abi::{
     Completion, ErrorCode, HttpRequest, OpError, OpId, StreamOpen, StreamSend, WatchRequest,
@@ -77,41 +77,41 @@ pub struct Op {
 impl Op {
     /// Sends one HTTP request; `body` is the raw request body.
     pub fn http(request: &HttpRequest, body: &[u8]) -> Self {
-        Self::track(host::http_request(&encode_frame(request, body)))
+        Self::track(imports::http_request(&encode_frame(request, body)))
     }
 
     /// Starts a watch.
     pub fn watch(request: &WatchRequest) -> Self {
-        Self::track(host::watch(&encode_frame(request, &[])))
+        Self::track(imports::watch(&encode_frame(request, &[])))
     }
 
     /// Opens a duplex stream (ABI 1.1): completes with `opened`, then `message`s (at most
     /// `request.credit` before [`Op::grant_credit`]), then `closed`; or a final `response`
     /// (upgrade refused) or `error`.
     pub fn stream_open(request: &StreamOpen) -> Self {
-        Self::track(host::stream_open(&encode_frame(request, &[])))
+        Self::track(imports::stream_open(&encode_frame(request, &[])))
     }
 
     /// Queues one message on the open stream `stream` (ABI 1.1): completes with `sent` once
     /// the host handed it to the websocket, or `error`.
     pub fn stream_send(stream: OpId, message: &StreamSend, body: &[u8]) -> Self {
-        Self::track(host::stream_send(stream, &encode_frame(message, body)))
+        Self::track(imports::stream_send(stream, &encode_frame(message, body)))
     }
 
     /// Lets the host deliver `n` more `message` completions on this stream op (ABI 1.1).
     /// Returns whether the host still knew the stream.
     pub fn grant_credit(&self, n: u32) -> bool {
-        host::stream_credit(self.id, n)
+        imports::stream_credit(self.id, n)
     }
 
     /// Starts a timer that completes with [`Completion::Elapsed`] after `millis` ms.
     pub fn delay(millis: u64) -> Self {
-        Self::track(host::delay(millis))
+        Self::track(imports::delay(millis))
     }
 
     /// Completes with [`Completion::Stop`] when the host asks the module to stop.
     pub fn stop_signal() -> Self {
-        Self::track(host::stop_signal())
+        Self::track(imports::stop_signal())
     }
 
     fn track(id: OpId) -> Self {
@@ -146,7 +146,7 @@ impl Stream for Op {
 impl Drop for Op {
     fn drop(&mut self) {
         if reactor::forget(self.id) {
-            host::cancel(self.id);
+            imports::cancel(self.id);
         }
     }
 }

@@ -52,7 +52,7 @@ enum WatchEnd {
 
 /// Runs the informer of `shared` until it is aborted (no subscriber for the linger time) or
 /// its LIST is refused.
-pub(crate) async fn run(
+pub(crate) async fn run_informer(
     shared: Arc<Shared>,
     upstream: Upstream,
     cache: WatchCache,

@@ -190,7 +190,7 @@ impl WatchCache {
                     subscribers: AtomicUsize::new(0),
                 });
                 tracing::info!(key = %key, "sharing a new upstream watch");
-                let informer = tokio::spawn(informer::run(
+                let informer = tokio::spawn(informer::run_informer(
                     shared.clone(),
                     upstream.clone(),
                     self.clone(),
