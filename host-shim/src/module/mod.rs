@@ -26,8 +26,9 @@
 //! queue and stop phase. A completion for a live op restores it and is delivered; a stop
 //! request ends it exactly as it ends a resident module.
 //!
-//! [`Settings::entry_deadline`]: crate::host::Settings::entry_deadline
+//! [`Settings::entry_deadline`]: crate::Settings::entry_deadline
 
+mod context;
 pub(crate) mod outcome;
 
 use std::fmt;
@@ -44,7 +45,6 @@ use wasmtime_wasi::I32Exit;
 
 use crate::abi::exports::{GuestExports, check_imports, check_version};
 use crate::abi::{BadAbiCall, memory, op_to_wasm};
-use crate::host::Host;
 use crate::memory_cap::{MemoryCap, MemoryLimitExceeded};
 use crate::ops::{Delivery, OpTable};
 use crate::options::ModuleOptions;
@@ -54,6 +54,7 @@ use crate::suspend::{self, IdleThreshold, Snapshot, SnapshotLayout, Suspendable}
 use crate::wasi;
 use crate::watch_cache::ModuleWatches;
 
+pub(crate) use context::ModuleContext;
 pub use outcome::{EndReason, ModuleError, ModuleOutcome};
 
 /// A compiled module with its name in the host and its options, ready to run (and to run
@@ -141,11 +142,15 @@ impl LoadedModule {
 #[error("guest entry deadline exceeded")]
 struct EntryDeadlineExceeded;
 
-/// Runs `module` on `host` until it exits or is ended, and logs how it ended.
-pub(crate) async fn run(host: &Host, module: LoadedModule, stop: &StopHandle) -> ModuleOutcome {
+/// Runs `module` with `cx` until it exits or is ended, and logs how it ended.
+pub(crate) async fn run_module(
+    cx: &ModuleContext<'_>,
+    module: LoadedModule,
+    stop: &StopHandle,
+) -> ModuleOutcome {
     let name: Arc<str> = module.name.as_str().into();
     let span = tracing::info_span!("module", name = %name);
-    let outcome = run_inner(host, module, stop, name.clone())
+    let outcome = run_inner(cx, module, stop, name.clone())
         .instrument(span)
         .await;
     match &outcome {
@@ -163,7 +168,7 @@ pub(crate) async fn run(host: &Host, module: LoadedModule, stop: &StopHandle) ->
 }
 
 async fn run_inner(
-    host: &Host,
+    cx: &ModuleContext<'_>,
     module: LoadedModule,
     stop: &StopHandle,
     name: Arc<str>,
@@ -172,20 +177,18 @@ async fn run_inner(
         Ok(pre) => pre.clone(),
         Err(err) => return ModuleOutcome::Failed(err.clone()),
     };
-    let inner = &host.inner;
-    let settings = &inner.settings;
     let options = &module.options;
     let namespace = options
         .namespace
         .as_deref()
-        .unwrap_or(inner.upstream.default_namespace());
+        .unwrap_or(cx.identities.own().default_namespace());
     let env = wasi::module_env(
         &name,
         namespace,
-        inner.upstream.cluster_url(),
-        settings.env.iter().chain(&options.env),
+        cx.identities.own().cluster_url(),
+        cx.env.iter().chain(&options.env),
     );
-    let Some(upstream) = inner
+    let Some(upstream) = cx
         .identities
         .upstream_for(options.service_account.as_ref())
         .cloned()
@@ -199,10 +202,10 @@ async fn run_inner(
                 .unwrap_or_default()
         )));
     };
-    let (tx, rx) = mpsc::channel(settings.completion_queue.max(1));
+    let (tx, rx) = mpsc::channel(cx.completion_queue.max(1));
     let state = HostState {
         name: name.clone(),
-        wasi: wasi::module_wasi(&name, &options.args, &env, &settings.output),
+        wasi: wasi::module_wasi(&name, &options.args, &env, cx.output),
         memory_cap: MemoryCap::new(options.memory_limit),
         ops: OpTable::new(),
         streams: Default::default(),
@@ -212,20 +215,20 @@ async fn run_inner(
                 module: name.to_string(),
                 permissions: options.permissions.clone(),
             }),
-            metrics: inner.metrics.clone(),
+            metrics: cx.metrics.clone(),
             completions: tx,
             phase: stop.subscribe(),
-            limits: settings.limits,
+            limits: cx.limits,
             runtime: tokio::runtime::Handle::current(),
-            shared_watches: inner.watch_cache.clone().map(|cache| ModuleWatches {
+            shared_watches: cx.watch_cache.cloned().map(|cache| ModuleWatches {
                 cache,
                 identity: options.service_account.clone(),
             }),
         },
         asked_for_stop: false,
         entry_ticks: 0,
-        entry_tick_budget: settings.entry_tick_budget(),
-        entry_deadline: settings.entry_deadline,
+        entry_tick_budget: cx.entry_tick_budget,
+        entry_deadline: cx.entry_deadline,
     };
     let idle = match (options.suspend, &module.suspendable) {
         (None, _) => None,
@@ -239,7 +242,7 @@ async fn run_inner(
         }
     };
     let running = Running {
-        store: new_store(&inner.engine, state),
+        store: new_store(cx.engine, state),
         instance: None,
         exports: None,
         shell: Shell {
@@ -252,7 +255,7 @@ async fn run_inner(
             last_entry: Instant::now(),
         },
     };
-    live(host, &pre, running).await
+    live(cx, &pre, running).await
 }
 
 /// A `Store` for `state`, with its memory cap and its entry deadline installed.
@@ -284,7 +287,11 @@ fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
 /// the snapshot's blocking tasks) are short and rare. Boxed, their memory exists only while
 /// they run: the module task's allocation went from 9.9 to 5.2 KiB per module (heaptrack,
 /// 100 idle modules).
-async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -> ModuleOutcome {
+async fn live(
+    cx: &ModuleContext<'_>,
+    pre: &InstancePre<HostState>,
+    mut running: Running,
+) -> ModuleOutcome {
     if let Err(outcome) = Box::pin(running.start(pre)).await {
         running.finish();
         return outcome;
@@ -292,7 +299,7 @@ async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -
     loop {
         let outcome = match running.event_loop().await {
             Turn::Ended(outcome) => outcome,
-            Turn::Idle => match Box::pin(running.suspend(host)).await {
+            Turn::Idle => match Box::pin(running.suspend(cx)).await {
                 Suspend::Resident(back) => {
                     running = *back;
                     continue;
@@ -303,7 +310,7 @@ async fn live(host: &Host, pre: &InstancePre<HostState>, mut running: Running) -
                         suspended.finish();
                         return outcome;
                     }
-                    Wake::Delivery(delivery) => match Box::pin(suspended.resume(host, pre)).await {
+                    Wake::Delivery(delivery) => match Box::pin(suspended.resume(cx, pre)).await {
                         Ok(resumed) => {
                             running = resumed;
                             match running.deliver(delivery).await {
@@ -519,7 +526,7 @@ impl Running {
 
     /// Snapshots the module and drops its `Store` (see [`crate::suspend`]). The snapshot is
     /// written on a blocking thread.
-    async fn suspend(mut self, host: &Host) -> Suspend {
+    async fn suspend(mut self, cx: &ModuleContext<'_>) -> Suspend {
         let Some(instance) = self.instance else {
             // Not instantiated: nothing to snapshot, and no reason to try again.
             self.shell.idle = None;
@@ -530,7 +537,7 @@ impl Running {
         };
         let name = self.shell.name.clone();
         let metrics = self.store.data().ctx.metrics.clone();
-        let dir = match host.snapshot_dir() {
+        let dir = match cx.snapshots.get() {
             Ok(dir) => dir.to_owned(),
             Err(why) => {
                 tracing::debug!("module `{name}` stays resident: {why}");
@@ -718,7 +725,7 @@ impl Suspended {
     /// outcome.
     async fn resume(
         self,
-        host: &Host,
+        cx: &ModuleContext<'_>,
         pre: &InstancePre<HostState>,
     ) -> Result<Running, Box<ResumeFailed>> {
         let started = Instant::now();
@@ -738,7 +745,7 @@ impl Suspended {
                 running: None,
             }));
         };
-        let mut store = new_store(&host.inner.engine, state);
+        let mut store = new_store(cx.engine, state);
         let failed = |store, shell, why: String| {
             metrics.resumed(&name, None);
             let failed = Running {
