@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest as _, Sha256};
@@ -14,12 +14,13 @@ use crate::cache::{ModuleCache, Source};
 use crate::engine::{self, EpochTicker, PoolSize};
 use crate::identity::Identities;
 use crate::metrics::Metrics;
-use crate::module::{self, LoadedModule, ModuleError, ModuleOutcome};
+use crate::module::outcome::{ModuleError, ModuleOutcome};
+use crate::module::{self, LoadedModule, ModuleContext};
 use crate::options::ModuleOptions;
 use crate::output::OutputTarget;
 use crate::state::{HostState, OpLimits};
 use crate::stop::StopHandle;
-use crate::suspend::{self, SnapshotDir};
+use crate::suspend::{self, LazySnapshotDir};
 use crate::upstream::Upstream;
 use crate::watch_cache::{CacheSettings, WatchCache};
 
@@ -98,8 +99,8 @@ pub(crate) struct HostInner {
     /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
     /// distinct wasm, shared by every module using it.
     compiled: Mutex<HashMap<[u8; 32], LoadedModule>>,
-    /// This host's folder of snapshots, made on the first suspend (or why it could not be).
-    snapshots: OnceLock<Result<SnapshotDir, String>>,
+    /// This host's folder of snapshots, made on the first suspend.
+    snapshots: LazySnapshotDir,
     _ticker: EpochTicker,
 }
 
@@ -145,6 +146,12 @@ impl Host {
                     None
                 }
             });
+        let snapshots = LazySnapshotDir::new(
+            settings
+                .suspend_dir
+                .clone()
+                .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref())),
+        );
         let metrics = Metrics::new();
         let watch_cache = settings
             .shared_watches
@@ -160,7 +167,7 @@ impl Host {
                 watch_cache,
                 cache,
                 compiled: Mutex::new(HashMap::new()),
-                snapshots: OnceLock::new(),
+                snapshots,
                 _ticker: ticker,
             }),
         })
@@ -261,40 +268,25 @@ impl Host {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// This host's folder of snapshots, created on first use.
-    ///
-    /// # Errors
-    /// Why it could not be created (reported once, when it was tried).
-    pub(crate) fn snapshot_dir(&self) -> Result<&Path, &str> {
-        let made = self.inner.snapshots.get_or_init(|| {
-            let settings = &self.inner.settings;
-            let base = settings
-                .suspend_dir
-                .clone()
-                .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref()));
-            SnapshotDir::create(&base)
-                .inspect(|dir| {
-                    tracing::info!(
-                        "snapshots of suspended modules go to {}",
-                        dir.path().display()
-                    )
-                })
-                .map_err(|e| {
-                    let why = format!("cannot create a snapshot folder in {}: {e}", base.display());
-                    tracing::warn!("{why}; modules stay resident");
-                    why
-                })
-        });
-        match made {
-            Ok(dir) => Ok(dir.path()),
-            Err(why) => Err(why),
-        }
-    }
-
     /// Runs one module until it exits or is ended, following `stop`. Only this module is
     /// affected by whatever it does.
     pub async fn run_module(&self, module: LoadedModule, stop: &StopHandle) -> ModuleOutcome {
-        module::run(self, module, stop).await
+        let inner = &*self.inner;
+        let settings = &inner.settings;
+        let cx = ModuleContext {
+            engine: &inner.engine,
+            identities: &inner.identities,
+            metrics: &inner.metrics,
+            watch_cache: inner.watch_cache.as_ref(),
+            snapshots: &inner.snapshots,
+            env: &settings.env,
+            output: &settings.output,
+            completion_queue: settings.completion_queue,
+            limits: settings.limits,
+            entry_deadline: settings.entry_deadline,
+            entry_tick_budget: settings.entry_tick_budget(),
+        };
+        module::run_module(&cx, module, stop).await
     }
 }
 

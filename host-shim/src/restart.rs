@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::module::{ModuleError, ModuleOutcome};
+use crate::module::outcome::{ModuleError, ModuleOutcome};
 
 /// When a module that ended by itself is started again (after a
 /// [`Backoff`](crate::backoff::Backoff) delay). Modules are never restarted once the host is
@@ -83,7 +83,7 @@ impl FromStr for RestartPolicy {
 mod tests {
     use super::*;
     use crate::abi::BadAbiCall;
-    use crate::module::EndReason;
+    use crate::module::outcome::EndReason;
     use kube_wasm_abi::names::{EXPORT_START, IMPORT_WATCH};
     use std::time::Duration;
 

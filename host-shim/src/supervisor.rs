@@ -17,7 +17,8 @@ use tokio::time::Instant;
 use crate::backoff::BackoffState;
 use crate::host::Host;
 use crate::metrics::ModuleState;
-use crate::module::{LoadedModule, ModuleError, ModuleOutcome};
+use crate::module::LoadedModule;
+use crate::module::outcome::{ModuleError, ModuleOutcome};
 use crate::stop::{Phase, StopHandle};
 
 /// How one module's run ended.

@@ -39,6 +39,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek as _, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use wasmtime::{AsContextMut, Instance, Val};
 
@@ -82,6 +83,52 @@ impl SnapshotDir {
     /// The folder.
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+/// This host's folder of snapshots, made on first use inside a base folder (or why it could
+/// not be, reported once, when it was tried).
+#[derive(Debug)]
+pub struct LazySnapshotDir {
+    base: PathBuf,
+    made: OnceLock<Result<SnapshotDir, String>>,
+}
+
+impl LazySnapshotDir {
+    /// A folder to be made inside `base` on first use.
+    pub fn new(base: PathBuf) -> Self {
+        Self {
+            base,
+            made: OnceLock::new(),
+        }
+    }
+
+    /// The folder, created on first use.
+    ///
+    /// # Errors
+    /// Why it could not be created (logged once, when it was tried).
+    pub fn get(&self) -> Result<&Path, &str> {
+        let made = self.made.get_or_init(|| {
+            SnapshotDir::create(&self.base)
+                .inspect(|dir| {
+                    tracing::info!(
+                        "snapshots of suspended modules go to {}",
+                        dir.path().display()
+                    )
+                })
+                .map_err(|e| {
+                    let why = format!(
+                        "cannot create a snapshot folder in {}: {e}",
+                        self.base.display()
+                    );
+                    tracing::warn!("{why}; modules stay resident");
+                    why
+                })
+        });
+        match made {
+            Ok(dir) => Ok(dir.path()),
+            Err(why) => Err(why),
+        }
     }
 }
 
