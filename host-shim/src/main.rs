@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         }
     };
     let Command::Run(args) = cli.command;
-    match runtime.block_on(run(args)) {
+    match runtime.block_on(run_host(args)) {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
             tracing::error!("{err:#}");
@@ -95,7 +95,7 @@ impl Drop for AbortOnDrop {
     }
 }
 
-async fn run(args: RunArgs) -> anyhow::Result<u8> {
+async fn run_host(args: RunArgs) -> anyhow::Result<u8> {
     // Listen for signals first: a SIGTERM while modules compile is a stop request too.
     let stop = StopHandle::new();
     let signals = Signals::install().context("listening for SIGINT/SIGTERM")?;
@@ -164,7 +164,7 @@ async fn run(args: RunArgs) -> anyhow::Result<u8> {
     );
 
     let supervisor = Supervisor::with_stop_handle(host, config.stop_timeout, stop);
-    reports.extend(supervisor.run(loaded).await);
+    reports.extend(supervisor.run_all(loaded).await);
 
     for report in &reports {
         tracing::info!("module `{}`: {}", report.name, report.outcome);

@@ -11,7 +11,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use crate::memory_cap::MemoryCap;
 use crate::metrics::Metrics;
 pub use crate::ops::OpLimits;
-use crate::ops::{Delivery, OpTable, StreamTable};
+use crate::ops::{OpTable, QueuedCompletion, StreamTable};
 use crate::permissions::{Denied, Permissions};
 use crate::request_info::RequestInfo;
 use crate::request_uri::RequestUri;
@@ -29,7 +29,7 @@ pub struct OpContext {
     /// The host's metrics.
     pub metrics: Metrics,
     /// The module's completion queue.
-    pub completions: mpsc::Sender<Delivery>,
+    pub completions: mpsc::Sender<QueuedCompletion>,
     /// The host's stop phase (`stop_signal` waits on it).
     pub phase: watch::Receiver<Phase>,
     /// Size limits.

@@ -76,7 +76,7 @@ impl Supervisor {
 
     /// Runs `modules` concurrently until every one has ended, and reports how each ended, in
     /// the order given. A module's failure ends only that module.
-    pub async fn run(&self, modules: Vec<LoadedModule>) -> Vec<ModuleReport> {
+    pub async fn run_all(&self, modules: Vec<LoadedModule>) -> Vec<ModuleReport> {
         let names: Vec<String> = modules.iter().map(|m| m.name().to_owned()).collect();
         let mut tasks = JoinSet::new();
         let mut index_of_task = HashMap::new();

@@ -99,7 +99,7 @@ async fn hostile_modules_restart_while_a_healthy_one_keeps_running() {
         tokio::time::sleep(Duration::from_secs(3)).await;
         stop.request_stop();
     });
-    let reports = tokio::time::timeout(Duration::from_secs(30), supervisor.run(modules))
+    let reports = tokio::time::timeout(Duration::from_secs(30), supervisor.run_all(modules))
         .await
         .expect("the host stops within 30 s");
 
@@ -187,7 +187,7 @@ async fn a_restarted_module_starts_fresh_and_never_restarts_under_never() {
         tokio::time::sleep(Duration::from_millis(800)).await;
         stop.request_stop();
     });
-    let reports = supervisor.run(vec![again, once]).await;
+    let reports = supervisor.run_all(vec![again, once]).await;
     let again = report(&reports, "again");
     assert_eq!(again.outcome, ModuleOutcome::Exited(3));
     assert!(again.restarts >= 2, "{}", again.restarts);
@@ -229,7 +229,7 @@ async fn module_options_set_env_and_namespace() {
             ..ModuleOptions::default()
         });
     let reports = Supervisor::new(host, Duration::from_secs(1))
-        .run(vec![module])
+        .run_all(vec![module])
         .await;
     assert_eq!(report(&reports, "env").outcome, ModuleOutcome::Exited(0));
     let output = String::from_utf8_lossy(&buffer.lock().expect("output")).into_owned();

@@ -76,7 +76,7 @@ fn shared_settings() -> (host_shim::Settings, Arc<Mutex<Vec<u8>>>) {
     (settings, buffer)
 }
 
-async fn run(upstream: Upstream, guests: &[(&str, Vec<u8>)]) -> common::Run {
+async fn run_shared(upstream: Upstream, guests: &[(&str, Vec<u8>)]) -> common::Run {
     run_guests_on(upstream, shared_settings(), guests).await
 }
 
@@ -130,7 +130,7 @@ async fn identical_watches_share_one_list_and_one_watch_and_all_get_every_event(
     };
     let upstream = Upstream::new(client, "https://fake.invalid");
     let guest = watch_guest(&watch_from("41", Some(1)));
-    let run = run(
+    let run = run_shared(
         upstream,
         &[("w1", guest.clone()), ("w2", guest.clone()), ("w3", guest)],
     )
@@ -174,7 +174,7 @@ async fn a_resume_older_than_the_cache_is_410_expired() {
         }
     });
     let upstream = Upstream::new(client, "https://fake.invalid");
-    let run = run(upstream, &[("old", watch_guest(&watch_from("41", None)))]).await;
+    let run = run_shared(upstream, &[("old", watch_guest(&watch_from("41", None)))]).await;
     assert_eq!(
         run.outcome("old"),
         &ModuleOutcome::Exited(0),
@@ -220,7 +220,7 @@ async fn watches_from_zero_get_the_state_and_zero_lists_are_served_from_the_cach
     ))
     .frame(&list_frame)
     .wasm();
-    let run = run(
+    let run = run_shared(
         upstream,
         &[
             ("lister", list_guest),
@@ -308,7 +308,7 @@ async fn a_relist_ends_the_watches_served_from_the_old_state() {
         })
     };
     let upstream = Upstream::new(client, "https://fake.invalid");
-    let run = run(upstream, &[("w", watch_guest(&watch_from("41", None)))]).await;
+    let run = run_shared(upstream, &[("w", watch_guest(&watch_from("41", None)))]).await;
     assert_eq!(
         run.outcome("w"),
         &ModuleOutcome::Exited(0),
@@ -345,7 +345,7 @@ async fn a_collection_the_host_may_not_list_is_watched_module_by_module() {
     });
     let upstream = Upstream::new(client, "https://fake.invalid");
     let guest = watch_guest(&watch_from("41", None));
-    let run = run(upstream, &[("a", guest.clone()), ("b", guest)]).await;
+    let run = run_shared(upstream, &[("a", guest.clone()), ("b", guest)]).await;
     for name in ["a", "b"] {
         assert_eq!(
             run.outcome(name),

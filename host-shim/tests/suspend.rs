@@ -43,7 +43,7 @@ async fn run_suspending(
         .collect();
     let supervisor = Supervisor::new(host.clone(), Duration::from_secs(5));
     control(supervisor.stop_handle(), host.clone());
-    let reports = tokio::time::timeout(Duration::from_secs(30), supervisor.run(modules))
+    let reports = tokio::time::timeout(Duration::from_secs(30), supervisor.run_all(modules))
         .await
         .expect("modules end within 30 s");
     let output = String::from_utf8_lossy(&buffer.lock().expect("output")).into_owned();

@@ -9,7 +9,7 @@ use super::entry::{arm_deadline, entry_failed, guest_failure, record_memory};
 use super::outcome::{ModuleError, ModuleOutcome};
 use super::shell::Shell;
 use crate::abi::exports::{GuestExports, check_version};
-use crate::ops::Delivery;
+use crate::ops::QueuedCompletion;
 use crate::state::HostState;
 
 /// A resident module: between `Store` creation and its end or suspension.
@@ -67,7 +67,7 @@ impl Running {
     /// Delivers one completion of a live op, and retires the op if it is its final one.
     pub(super) async fn deliver(
         &mut self,
-        delivery: Delivery,
+        delivery: QueuedCompletion,
         shell: &mut Shell,
     ) -> Result<(), ModuleOutcome> {
         let Some(exports) = self.exports.clone() else {

@@ -8,7 +8,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleOutcome};
-use crate::ops::{Delivery, OpTable};
+use crate::ops::{OpTable, QueuedCompletion};
 use crate::stop::Phase;
 use crate::suspend::{IdleThreshold, SnapshotLayout};
 
@@ -20,7 +20,7 @@ pub(super) struct Idle {
 
 /// What a module keeps whether it is resident or suspended.
 pub(super) struct Shell {
-    pub(super) completions: mpsc::Receiver<Delivery>,
+    pub(super) completions: mpsc::Receiver<QueuedCompletion>,
     pub(super) phase: watch::Receiver<Phase>,
     /// Whether the stop handle still exists (a dropped one means no stop will ever come).
     pub(super) phase_open: bool,
@@ -37,7 +37,7 @@ pub(super) enum Wake {
     /// The stop phase changed, or nothing that needs handling happened: look again.
     Look,
     /// A completion arrived (perhaps of an op that is no longer live).
-    Completion(Delivery),
+    Completion(QueuedCompletion),
     /// The module has been idle for its threshold: suspend it.
     Idle,
 }

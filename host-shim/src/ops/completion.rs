@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 
 /// One completion on its way to the guest: the op it belongs to and its encoded frame.
 #[derive(Debug)]
-pub struct Delivery {
+pub struct QueuedCompletion {
     /// The op the completion is for.
     pub op: OpId,
     /// The completion frame (header + body), as the guest receives it.
@@ -24,12 +24,12 @@ pub struct ModuleGone;
 #[derive(Debug, Clone)]
 pub struct CompletionSink {
     op: OpId,
-    tx: mpsc::Sender<Delivery>,
+    tx: mpsc::Sender<QueuedCompletion>,
 }
 
 impl CompletionSink {
     /// A sink for the completions of `op`.
-    pub fn new(op: OpId, tx: mpsc::Sender<Delivery>) -> Self {
+    pub fn new(op: OpId, tx: mpsc::Sender<QueuedCompletion>) -> Self {
         Self { op, tx }
     }
 
@@ -43,7 +43,7 @@ impl CompletionSink {
     /// # Errors
     /// [`ModuleGone`] when the module has ended; the task should stop then.
     pub async fn send(&self, completion: &Completion, body: &[u8]) -> Result<(), ModuleGone> {
-        let delivery = Delivery {
+        let delivery = QueuedCompletion {
             op: self.op,
             frame: encode_frame(completion, body),
             is_final: completion.is_final(),

@@ -15,7 +15,7 @@ mod limits;
 mod streams;
 mod table;
 
-pub use completion::{CompletionSink, Delivery, ModuleGone};
+pub use completion::{CompletionSink, ModuleGone, QueuedCompletion};
 pub use kind::OpKind;
 pub use limits::OpLimits;
 pub use streams::{Outgoing, StreamHandle, StreamTable};

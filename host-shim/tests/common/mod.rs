@@ -363,7 +363,7 @@ pub async fn run_guests_with(
         .collect();
     let supervisor = Supervisor::new(host, stop_timeout);
     control(supervisor.stop_handle());
-    let reports = tokio::time::timeout(Duration::from_secs(30), supervisor.run(modules))
+    let reports = tokio::time::timeout(Duration::from_secs(30), supervisor.run_all(modules))
         .await
         .expect("modules end within 30 s");
     let output = String::from_utf8_lossy(&buffer.lock().expect("output")).into_owned();
