@@ -1,14 +1,14 @@
 //! Figures that need no cluster: `.wasm` sizes, cold compile time, loading from the host's
 //! cache of precompiled modules, and instantiation — all with the host's own engine
-//! configuration ([`host_shim::engine::new_engine`]: Cranelift, epoch interruption,
-//! copy-on-write memory images, the pooling allocator) and cache ([`host_shim::cache`]).
+//! configuration ([`host_shim::runtime::engine::new_engine`]: Cranelift, epoch interruption,
+//! copy-on-write memory images, the pooling allocator) and cache ([`host_shim::runtime::cache`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use host_shim::cache::{ModuleCache, Source};
-use host_shim::engine::{PoolSize, new_engine};
+use host_shim::runtime::cache::{ModuleCache, Source};
+use host_shim::runtime::engine::{PoolSize, new_engine};
 use serde::Serialize;
 use wasmtime::{Linker, Module, Store};
 
@@ -54,7 +54,7 @@ pub struct Statics {
 fn engine() -> anyhow::Result<wasmtime::Engine> {
     new_engine(Some(PoolSize {
         instances: 16,
-        max_memory_bytes: host_shim::manifest::DEFAULT_MEMORY_LIMIT,
+        max_memory_bytes: host_shim::fleet::manifest::DEFAULT_MEMORY_LIMIT,
     }))
     .map_err(|e| anyhow::anyhow!("creating the engine: {e:?}"))
 }

@@ -394,7 +394,7 @@ impl Bench {
         resumes: usize,
         tag: &str,
     ) -> anyhow::Result<Vec<ResumePoint>> {
-        let idle_after = host_shim::units::parse_duration(&self.setup.suspend_idle_after)
+        let idle_after = host_shim::fleet::units::parse_duration(&self.setup.suspend_idle_after)
             .map_err(|e| anyhow::anyhow!("the suspend idleAfter: {e}"))?;
         let mut points = Vec::with_capacity(ballast_mib.len());
         for &mib in ballast_mib {

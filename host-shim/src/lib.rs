@@ -1,67 +1,46 @@
 //! `host-shim`: runs kube-wasm controller modules (`wasm32-wasip1`) and serves them the
 //! kube-wasm ABI v1 (`kube-wasm-abi/SPEC.md`) with kube's own authenticated client.
 //!
-//! The embedding reads as a sentence: an [`engine`] compiles modules; a [`Host`] links the
-//! ABI imports ([`abi`]) and WASI; each [`module`] runs as one tokio task that owns its wasmtime
-//! `Store` (whose data is a [`state::HostState`]); the [`supervisor`] runs them all and handles
-//! stopping. Every request to the API server goes through [`upstream::Upstream`], a thin layer
-//! over `kube::Client`, so authentication and TLS always come from kube.
+//! Three rooms:
 //!
-//! Many modules share one host: a [`manifest`] lists them with their [`ModuleOptions`]
-//! (environment, arguments, namespace, memory cap, [`RestartPolicy`]). Each distinct wasm is
-//! compiled once (or loaded from the host's own [`cache`] of precompiled modules) and
-//! pre-instantiated once; instances come from wasmtime's pooling allocator with copy-on-write
-//! memory initialisation ([`engine`]). A module is isolated by its memory cap
-//! ([`memory_cap`]), the per-entry epoch deadline, the HTTP response timeout
-//! ([`state::OpLimits`]); whatever ends it releases all its ops, and the supervisor restarts
-//! it with [`backoff`] if its policy says so.
+//! - [`runtime`] — the runtime core, embeddable as a library: an
+//!   [`engine`](runtime::engine) compiles modules (or loads them from the host's own
+//!   [`cache`](runtime::cache) of precompiled modules); a [`Host`] links the ABI imports
+//!   ([`abi`](runtime::abi), one file per op family) and WASI; each
+//!   [`module`](runtime::module) runs as one tokio task owning its wasmtime `Store`, whose data
+//!   is a [`HostState`](runtime::state::HostState) with its [`ops`](runtime::ops); an idle module
+//!   is [`suspend`](runtime::suspend)ed to disk until its next completion; the [`Supervisor`]
+//!   runs them all and restarts each as its [`RestartPolicy`] says. A module is isolated by its
+//!   memory cap, a per-entry epoch deadline and its op limits; whatever ends it releases all
+//!   its ops.
+//! - [`upstream`] — the API server side: every request leaves through
+//!   [`Upstream`], a thin layer over `kube::Client` (authentication
+//!   and TLS always come from kube), as the module's [`identity`](upstream::identity), held to
+//!   its [`permissions`](upstream::permissions) judged on the
+//!   [`request_info`](upstream::request_info) kube-apiserver would compute; modules watching
+//!   the same collection share one upstream LIST+WATCH through the
+//!   [`watch_cache`](upstream::watch_cache).
+//! - [`fleet`] — running a fleet: the command line ([`cli`](fleet::cli)) and the
+//!   [`manifest`](fleet::manifest) resolved into one [`RunConfig`](fleet::run_config::RunConfig),
+//!   and the HTTP endpoint of the host's metrics.
 //!
-//! Each module acts as its own [`identity`] (a ServiceAccount the host impersonates) and may
-//! be held to an allowlist of [`permissions`], checked on the [`request_info`] of every
-//! request before it leaves the host.
+//! Beneath all three: the host's [`metrics`] (recorded by the runtime and the watch cache,
+//! served by the fleet) and the restart [`backoff`] (of modules and of shared watches).
 //!
-//! Modules that watch the same collection with the same selectors share one upstream
-//! LIST+WATCH: the [`watch_cache`] serves their watches (and `resourceVersion=0` lists) with
-//! kube-apiserver's resourceVersion semantics.
-//!
-//! An idle module may be [`suspend`]ed to disk: its memory written to a snapshot file and its
-//! instance dropped, until the next completion restores it.
+//! An embedder needs [`Host`], [`Settings`], [`LoadedModule`], [`ModuleOptions`],
+//! [`Supervisor`], [`StopHandle`] and [`Upstream`], re-exported here.
 
-pub mod abi;
 pub mod backoff;
-pub mod cache;
-pub mod cli;
-pub mod config;
-pub mod engine;
-pub mod host;
-pub mod identity;
-pub mod manifest;
-pub mod memory_cap;
+pub mod fleet;
 pub mod metrics;
-pub mod metrics_server;
-pub mod module;
-pub mod ops;
-pub mod options;
-pub mod output;
-pub mod permissions;
-pub mod request_info;
-pub mod request_uri;
-pub mod restart;
-pub mod run_config;
-pub mod state;
-pub mod stop;
-pub mod supervisor;
-pub mod suspend;
-pub mod units;
+pub mod runtime;
 pub mod upstream;
-pub mod wasi;
-pub mod watch_cache;
 
-pub use host::{Host, Settings};
-pub use module::{LoadedModule, ModuleError, ModuleOutcome};
-pub use options::ModuleOptions;
-pub use output::OutputTarget;
-pub use restart::RestartPolicy;
-pub use stop::{Phase, StopHandle};
-pub use supervisor::{ModuleReport, Supervisor};
-pub use upstream::Upstream;
+pub use runtime::host::{Host, Settings};
+pub use runtime::module::{LoadedModule, ModuleError, ModuleOutcome};
+pub use runtime::options::ModuleOptions;
+pub use runtime::output::OutputTarget;
+pub use runtime::restart::RestartPolicy;
+pub use runtime::stop::{Phase, StopHandle};
+pub use runtime::supervisor::{ModuleReport, Supervisor};
+pub use upstream::client::Upstream;

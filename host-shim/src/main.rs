@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser as _;
-use host_shim::cli::{Cli, Command, RunArgs};
-use host_shim::identity::Identities;
-use host_shim::module::ModuleOutcome;
-use host_shim::options::ModuleSpec;
-use host_shim::run_config::RunConfig;
-use host_shim::supervisor::exit_status;
+use host_shim::fleet::cli::{Cli, Command, RunArgs};
+use host_shim::fleet::run_config::RunConfig;
+use host_shim::runtime::module::ModuleOutcome;
+use host_shim::runtime::options::ModuleSpec;
+use host_shim::runtime::supervisor::exit_status;
+use host_shim::upstream::identity::Identities;
 use host_shim::{Host, ModuleReport, StopHandle, Supervisor};
 use tracing_subscriber::EnvFilter;
 
@@ -119,14 +119,13 @@ async fn run_host(args: RunArgs) -> anyhow::Result<u8> {
     let host = Host::with_identities(identities, config.settings)?;
     let _metrics_server = match config.metrics_addr {
         Some(addr) => {
-            let listener = host_shim::metrics_server::bind(addr)
+            let listener = host_shim::fleet::metrics_server::bind(addr)
                 .await
                 .with_context(|| format!("serving metrics on {addr}"))?;
             tracing::info!("metrics at http://{addr}/metrics");
-            Some(AbortOnDrop(tokio::spawn(host_shim::metrics_server::serve(
-                listener,
-                host.clone(),
-            ))))
+            Some(AbortOnDrop(tokio::spawn(
+                host_shim::fleet::metrics_server::serve(listener, host.clone()),
+            )))
         }
         None => None,
     };

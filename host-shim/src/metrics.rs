@@ -1,4 +1,4 @@
-//! The host's Prometheus metrics (served by [`crate::metrics_server`]), kept with the
+//! The host's Prometheus metrics (served by [`crate::fleet::metrics_server`]), kept with the
 //! `prometheus-client` crate. Every series of a module carries a `module` label.
 //!
 //! | metric | type | labels | meaning |
@@ -8,14 +8,14 @@
 //! | `kube_wasm_module_entries_total` | counter | module | calls into the guest (`_start`, `kube_wasm_alloc`, `kube_wasm_complete`, …) |
 //! | `kube_wasm_module_op_duration_seconds` | histogram | module, kind | time from an op's start to the delivery of its final completion (`http`, `watch`, `delay`, `stop_signal`); cancelled ops are not observed |
 //! | `kube_wasm_module_restarts_total` | counter | module | restarts by the supervisor |
-//! | `kube_wasm_module_suspends_total` | counter | module | suspends to disk (see [`crate::suspend`]) |
+//! | `kube_wasm_module_suspends_total` | counter | module | suspends to disk (see [`crate::runtime::suspend`]) |
 //! | `kube_wasm_module_suspend_failures_total` | counter | module | snapshots that could not be written (the module stayed resident) |
 //! | `kube_wasm_module_resumes_total` | counter | module | resumes from disk |
 //! | `kube_wasm_module_suspend_duration_seconds` | histogram | module | time to write a snapshot and release the instance |
 //! | `kube_wasm_module_resume_duration_seconds` | histogram | module | time from the waking completion to a restored instance (before the delivery) |
 //! | `kube_wasm_module_snapshot_bytes` | gauge | module | size of the module's snapshot file while it is suspended, in bytes; 0 while resident |
 //! | `kube_wasm_upstream_watches` | gauge | | upstream watches open now (all modules, and the shared watches) |
-//! | `kube_wasm_shared_watches` | gauge | | shared upstream LIST+WATCHes alive ([`crate::watch_cache`]) |
+//! | `kube_wasm_shared_watches` | gauge | | shared upstream LIST+WATCHes alive ([`crate::upstream::watch_cache`]) |
 //! | `kube_wasm_shared_watch_subscribers` | gauge | | module watches and lists served by them now |
 //! | `kube_wasm_watch_cache_objects`, `kube_wasm_watch_cache_events`, `kube_wasm_watch_cache_bytes` | gauge | | objects, history events and their bytes held by the shared watches, read at each scrape |
 //! | `kube_wasm_cache_entries`, `kube_wasm_cache_bytes` | gauge | | precompiled modules in the cache folder and their size, read at each scrape |
@@ -29,8 +29,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-
-use crate::ops::OpKind;
 
 /// A module's lifecycle state, as the `state` label shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -248,11 +246,12 @@ impl Metrics {
         self.entries.get_or_create(&Self::module(module)).inc();
     }
 
-    /// Records an op of `kind` of `module` that took `took` from start to final delivery.
-    pub fn observe_op(&self, module: &str, kind: OpKind, took: Duration) {
+    /// Records an op of `module` that took `took` from start to final delivery; `kind` is
+    /// its kind's label (`OpKind::label`: `http`, `watch`, `delay`, …).
+    pub fn observe_op(&self, module: &str, kind: &'static str, took: Duration) {
         let labels = OpLabels {
             module: module.to_owned(),
-            kind: kind.label(),
+            kind,
         };
         self.op_seconds
             .get_or_create(&labels)
@@ -339,7 +338,7 @@ impl Metrics {
     }
 }
 
-/// Totals over every shared watch (the host's [`crate::watch_cache`]), as the metrics
+/// Totals over every shared watch (the host's [`crate::upstream::watch_cache`]), as the metrics
 /// report them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheTotals {
@@ -438,7 +437,7 @@ mod tests {
         metrics.count_entry("a");
         metrics.count_restarts("a", 1);
         metrics.set_memory("a", 1 << 20);
-        metrics.observe_op("a", OpKind::Http, Duration::from_millis(3));
+        metrics.observe_op("a", "http", Duration::from_millis(3));
         let watch = metrics.watch_opened();
         let _second = metrics.watch_opened();
         drop(watch);

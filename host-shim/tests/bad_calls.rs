@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Guest, call_with_frame, idle_upstream, run_guests};
-use host_shim::abi::BadAbiCall;
+use host_shim::runtime::abi::BadAbiCall;
 use host_shim::{ModuleError, ModuleOutcome};
 
 fn bad_call(run: &common::Run, name: &str) -> BadAbiCall {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use host_shim::manifest::{Manifest, ManifestError};
+use host_shim::fleet::manifest::{Manifest, ManifestError};
 
 #[test]
 fn the_deployed_manifest_is_valid() {

@@ -9,9 +9,9 @@ use std::time::Duration;
 use common::{
     Guest, Reply, fake_client, idle_upstream, run_guests, run_guests_with, test_settings,
 };
-use host_shim::abi::exports::Incompatible;
-use host_shim::module::EndReason;
-use host_shim::supervisor::exit_status;
+use host_shim::runtime::abi::exports::Incompatible;
+use host_shim::runtime::module::EndReason;
+use host_shim::runtime::supervisor::exit_status;
 use host_shim::{ModuleError, ModuleOutcome, Upstream};
 use kube_wasm_abi::{ABI_MAJOR, ABI_MINOR, pack_version};
 

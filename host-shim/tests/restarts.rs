@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::{Guest, call_with_frame, idle_upstream, test_settings};
 use host_shim::backoff::Backoff;
-use host_shim::engine::PoolSize;
-use host_shim::supervisor::ModuleReport;
+use host_shim::runtime::engine::PoolSize;
+use host_shim::runtime::supervisor::ModuleReport;
 use host_shim::{
     Host, ModuleError, ModuleOptions, ModuleOutcome, RestartPolicy, Settings, Supervisor,
 };

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{Guest, Reply, Seen, call_with_frame, fake_client, run_guests_on, test_settings};
-use host_shim::watch_cache::CacheSettings;
+use host_shim::upstream::watch_cache::CacheSettings;
 use host_shim::{ModuleOutcome, Upstream};
 use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
 

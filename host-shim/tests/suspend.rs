@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{Guest, Reply, Run, call_with_frame, fake_client, idle_upstream, test_settings};
-use host_shim::module::EndReason;
-use host_shim::suspend::{SuspendPolicy, Suspendable};
+use host_shim::runtime::module::EndReason;
+use host_shim::runtime::suspend::{SuspendPolicy, Suspendable};
 use host_shim::{
     Host, ModuleError, ModuleOptions, ModuleOutcome, Settings, StopHandle, Supervisor, Upstream,
 };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
-use host_shim::supervisor::ModuleReport;
+use host_shim::runtime::supervisor::ModuleReport;
 use host_shim::{Host, OutputTarget, Settings, StopHandle, Supervisor, Upstream};
 use http_body::Frame;
 use http_body_util::{BodyExt as _, StreamBody};

@@ -1,0 +1,799 @@
+//! The host manifest (`host-shim run --manifest host.yaml`): which modules to run and how.
+//!
+//! ```yaml
+//! cacheDir: /var/cache/kube-wasm     # optional: precompiled modules (see `cache`)
+//! requestTimeout: 60s                # optional: longest wait for an HTTP response head
+//! entryDeadline: 10s                 # optional: longest single call into a module
+//! stopTimeout: 10s                   # optional: how long modules get to exit on SIGTERM
+//! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
+//! sharedWatches: true                # optional, default true: identical watches of modules
+//!                                    #   share one upstream LIST+WATCH (see `watch_cache`)
+//! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
+//!                                    #   (default: <cacheDir>/suspended; see `suspend`)
+//! backoff:                           # optional: restart delays of failed modules
+//!   initial: 1s
+//!   max: 5m
+//!   resetAfter: 10m
+//! modules:
+//!   - name: mirror-a                 # unique, a DNS label: [a-z0-9-], at most 63
+//!     wasm: modules/configmap-mirror.wasm   # relative to the manifest's folder
+//!     namespace: team-a              # optional: the module's default namespace
+//!     env: {RUST_LOG: info}          # optional: string values only
+//!     args: ["--verbose"]            # optional: argv after the module name
+//!     memory: 64Mi                   # optional, default 256Mi: linear memory cap
+//!     restartPolicy: OnFailure       # optional: Always, OnFailure (default) or Never
+//!     serviceAccount:                # optional: the host impersonates this ServiceAccount
+//!       namespace: team-a            #   for every request of the module (see `identity`)
+//!       name: mirror
+//!     permissions:                   # optional: allowlist checked before a request leaves
+//!       - verbs: [get, list, watch]  #   the host; none given: everything is allowed
+//!         resources: [configmaps]    #   (see `permissions`)
+//!       - verbs: [patch]
+//!         apiGroups: [apps]          # optional, default [""] (the core group)
+//!         resources: [deployments, deployments/scale]
+//!     suspend:                       # optional: suspend to disk when idle (default: never)
+//!       idleAfter: 30s               #   no delivery for this long (doubled, up to ×16, for
+//!                                    #   a module woken sooner than this after a suspend)
+//! ```
+//!
+//! Unknown fields are errors (a misspelt `memroy:` must not silently mean "no limit"). Every
+//! problem is reported at once, each naming the module and field, e.g.
+//! `modules[3] (mirror-a).memory: "64Q" is not a size (…)`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube_wasm_abi::env::ENV_PREFIX;
+use serde::Deserialize;
+
+use crate::backoff::Backoff;
+use crate::fleet::units::{parse_duration, parse_size};
+use crate::runtime::options::{ModuleOptions, ModuleSpec};
+use crate::runtime::restart::RestartPolicy;
+use crate::runtime::suspend::SuspendPolicy;
+use crate::upstream::identity::ServiceAccount;
+use crate::upstream::permissions::{Permissions, Rule, VERBS};
+
+/// The memory cap of a module whose entry has no `memory` field: 256 MiB.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 256 << 20;
+/// The smallest memory cap: one wasm page (64 KiB).
+pub const MIN_MEMORY_LIMIT: u64 = 64 << 10;
+/// The largest memory cap: all a wasm32 module can address (4 GiB).
+pub const MAX_MEMORY_LIMIT: u64 = 4 << 30;
+
+/// A validated manifest; paths are resolved against the manifest's folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Where precompiled modules are kept (`cacheDir`), if set.
+    pub cache_dir: Option<PathBuf>,
+    /// Longest wait for the response head of an `http_request` (`requestTimeout`).
+    pub request_timeout: Option<Duration>,
+    /// Longest single call into a module before it is ended (`entryDeadline`).
+    pub entry_deadline: Option<Duration>,
+    /// Restart delays of failed modules (`backoff`).
+    pub backoff: Backoff,
+    /// How long modules get to exit after a stop request (`stopTimeout`).
+    pub stop_timeout: Option<Duration>,
+    /// Where the metrics endpoint listens (`metricsAddr`).
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Whether identical watches share one upstream LIST+WATCH (`sharedWatches`, default
+    /// true).
+    pub shared_watches: bool,
+    /// Where snapshots of suspended modules go (`suspendDir`), if set.
+    pub suspend_dir: Option<PathBuf>,
+    /// The modules, in manifest order (at least one).
+    pub modules: Vec<ModuleSpec>,
+}
+
+/// Why a manifest cannot be used: unreadable, not YAML of the manifest's shape, or invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("cannot read the manifest {path}: {reason}")]
+    Read {
+        /// The manifest path.
+        path: PathBuf,
+        /// The I/O error.
+        reason: String,
+    },
+    /// Not YAML, or not the manifest's shape (unknown field, wrong type, …).
+    #[error("the manifest {path} is not valid: {reason}")]
+    Syntax {
+        /// The manifest path.
+        path: PathBuf,
+        /// The parser's message, with the location.
+        reason: String,
+    },
+    /// Well-formed but with invalid values; every problem is listed.
+    #[error("the manifest {path} has {} problem(s):\n{}", problems.len(), Problems(problems))]
+    Invalid {
+        /// The manifest path.
+        path: PathBuf,
+        /// One line per problem: `field path: what is wrong`.
+        problems: Vec<String>,
+    },
+}
+
+struct Problems<'a>(&'a [String]);
+
+impl fmt::Display for Problems<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, problem) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawManifest {
+    cache_dir: Option<String>,
+    request_timeout: Option<String>,
+    entry_deadline: Option<String>,
+    backoff: Option<RawBackoff>,
+    stop_timeout: Option<String>,
+    metrics_addr: Option<String>,
+    shared_watches: Option<bool>,
+    suspend_dir: Option<String>,
+    #[serde(default)]
+    modules: Vec<RawModule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawBackoff {
+    initial: Option<String>,
+    max: Option<String>,
+    reset_after: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawModule {
+    name: String,
+    wasm: String,
+    namespace: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    args: Vec<String>,
+    memory: Option<String>,
+    restart_policy: Option<String>,
+    service_account: Option<RawServiceAccount>,
+    permissions: Option<Vec<RawRule>>,
+    suspend: Option<RawSuspend>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSuspend {
+    idle_after: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawServiceAccount {
+    namespace: String,
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRule {
+    verbs: Vec<String>,
+    api_groups: Option<Vec<String>>,
+    resources: Vec<String>,
+}
+
+impl Manifest {
+    /// Reads and validates the manifest at `path`; relative paths in it are relative to its
+    /// folder. Checks that every `wasm` file exists.
+    ///
+    /// # Errors
+    /// [`ManifestError`], naming the file and every problem.
+    pub fn load(path: &Path) -> Result<Self, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ManifestError::Read {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, base, path)
+    }
+
+    /// Parses and validates manifest `text`, resolving relative paths against `base`; `path`
+    /// only names the manifest in errors.
+    ///
+    /// # Errors
+    /// [`ManifestError::Syntax`] or [`ManifestError::Invalid`].
+    pub fn parse(text: &str, base: &Path, path: &Path) -> Result<Self, ManifestError> {
+        let raw: RawManifest = serde_saphyr::from_str(text).map_err(|e| ManifestError::Syntax {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let mut problems = Vec::new();
+        let manifest = validate(raw, base, &mut problems);
+        if problems.is_empty() {
+            Ok(manifest)
+        } else {
+            Err(ManifestError::Invalid {
+                path: path.to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// The largest memory limit of any module, in bytes (sizes the instance pool).
+    pub fn largest_memory_limit(&self) -> u64 {
+        self.modules
+            .iter()
+            .filter_map(|m| m.options.memory_limit)
+            .map(|limit| u64::try_from(limit).unwrap_or(u64::MAX))
+            .max()
+            .unwrap_or(DEFAULT_MEMORY_LIMIT)
+    }
+}
+
+fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manifest {
+    let mut duration = |field: &str, text: Option<String>| -> Option<Duration> {
+        let text = text?;
+        match parse_duration(&text) {
+            Ok(d) if d.is_zero() => {
+                problems.push(format!("{field}: must be more than zero"));
+                None
+            }
+            Ok(d) => Some(d),
+            Err(e) => {
+                problems.push(format!("{field}: {e}"));
+                None
+            }
+        }
+    };
+    let request_timeout = duration("requestTimeout", raw.request_timeout);
+    let entry_deadline = duration("entryDeadline", raw.entry_deadline);
+    let stop_timeout = duration("stopTimeout", raw.stop_timeout);
+    let mut backoff = Backoff::default();
+    if let Some(b) = raw.backoff {
+        backoff.initial = duration("backoff.initial", b.initial).unwrap_or(backoff.initial);
+        backoff.max = duration("backoff.max", b.max).unwrap_or(backoff.max);
+        backoff.reset_after =
+            duration("backoff.resetAfter", b.reset_after).unwrap_or(backoff.reset_after);
+    }
+    let metrics_addr = raw.metrics_addr.and_then(|addr| match addr.parse() {
+        Ok(addr) => Some(addr),
+        Err(e) => {
+            problems.push(format!(
+                "metricsAddr: {addr:?} is not an IP address and port, like 127.0.0.1:9090 ({e})"
+            ));
+            None
+        }
+    });
+    if raw.modules.is_empty() {
+        problems.push("modules: lists no module".into());
+    }
+    let mut names = HashSet::new();
+    let modules = raw
+        .modules
+        .into_iter()
+        .enumerate()
+        .map(|(index, module)| {
+            let at = format!("modules[{index}] ({})", module.name);
+            if !names.insert(module.name.clone()) {
+                problems.push(format!(
+                    "{at}.name: {:?} is used by an earlier module",
+                    module.name
+                ));
+            }
+            validate_module(module, &at, base, problems)
+        })
+        .collect();
+    Manifest {
+        cache_dir: raw.cache_dir.map(|dir| base.join(dir)),
+        request_timeout,
+        entry_deadline,
+        backoff,
+        stop_timeout,
+        metrics_addr,
+        shared_watches: raw.shared_watches.unwrap_or(true),
+        suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
+        modules,
+    }
+}
+
+fn validate_module(
+    raw: RawModule,
+    at: &str,
+    base: &Path,
+    problems: &mut Vec<String>,
+) -> ModuleSpec {
+    if let Err(e) = check_dns_label(&raw.name) {
+        problems.push(format!("{at}.name: {e}"));
+    }
+    if let Some(ns) = &raw.namespace
+        && let Err(e) = check_dns_label(ns)
+    {
+        problems.push(format!("{at}.namespace: {e}"));
+    }
+    let wasm = base.join(&raw.wasm);
+    if raw.wasm.is_empty() {
+        problems.push(format!("{at}.wasm: is empty"));
+    } else if !wasm.is_file() {
+        problems.push(format!("{at}.wasm: {} is not a file", wasm.display()));
+    }
+    for key in raw.env.keys() {
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            problems.push(format!(
+                "{at}.env: {key:?} is not a variable name (empty, or has `=` or NUL)"
+            ));
+        } else if key.starts_with(ENV_PREFIX) {
+            problems.push(format!(
+                "{at}.env.{key}: the host sets {ENV_PREFIX}* variables (use `namespace` for the default namespace)"
+            ));
+        }
+    }
+    for (key, value) in &raw.env {
+        if value.contains('\0') {
+            problems.push(format!("{at}.env.{key}: contains a NUL byte"));
+        }
+    }
+    if raw.args.iter().any(|a| a.contains('\0')) {
+        problems.push(format!("{at}.args: an argument contains a NUL byte"));
+    }
+    let memory_limit = match raw.memory.as_deref().map(parse_size) {
+        None => DEFAULT_MEMORY_LIMIT,
+        Some(Ok(bytes)) if (MIN_MEMORY_LIMIT..=MAX_MEMORY_LIMIT).contains(&bytes) => bytes,
+        Some(Ok(bytes)) => {
+            problems.push(format!(
+                "{at}.memory: {bytes} bytes is outside 64Ki (one wasm page) ..= 4Gi (all a wasm32 module addresses)"
+            ));
+            DEFAULT_MEMORY_LIMIT
+        }
+        Some(Err(e)) => {
+            problems.push(format!("{at}.memory: {e}"));
+            DEFAULT_MEMORY_LIMIT
+        }
+    };
+    let restart = match raw.restart_policy.as_deref().map(str::parse) {
+        None => RestartPolicy::OnFailure,
+        Some(Ok(policy)) => policy,
+        Some(Err(e)) => {
+            problems.push(format!("{at}.restartPolicy: {e}"));
+            RestartPolicy::OnFailure
+        }
+    };
+    let service_account = raw.service_account.map(|sa| {
+        for (field, value) in [("namespace", &sa.namespace), ("name", &sa.name)] {
+            if let Err(e) = check_dns_subdomain(value) {
+                problems.push(format!("{at}.serviceAccount.{field}: {e}"));
+            }
+        }
+        ServiceAccount {
+            namespace: sa.namespace,
+            name: sa.name,
+        }
+    });
+    let permissions = raw.permissions.map(|rules| Permissions {
+        rules: rules
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| validate_rule(rule, &format!("{at}.permissions[{i}]"), problems))
+            .collect(),
+    });
+    let suspend = raw
+        .suspend
+        .and_then(|suspend| match parse_duration(&suspend.idle_after) {
+            Ok(d) if d.is_zero() => {
+                problems.push(format!("{at}.suspend.idleAfter: must be more than zero"));
+                None
+            }
+            Ok(d) => Some(SuspendPolicy::after(d)),
+            Err(e) => {
+                problems.push(format!("{at}.suspend.idleAfter: {e}"));
+                None
+            }
+        });
+    ModuleSpec {
+        name: raw.name,
+        wasm,
+        options: ModuleOptions {
+            namespace: raw.namespace,
+            env: raw.env.into_iter().collect(),
+            args: raw.args,
+            memory_limit: Some(usize::try_from(memory_limit).unwrap_or(usize::MAX)),
+            restart,
+            service_account,
+            permissions,
+            suspend,
+        },
+    }
+}
+
+fn validate_rule(raw: RawRule, at: &str, problems: &mut Vec<String>) -> Rule {
+    if raw.verbs.is_empty() {
+        problems.push(format!("{at}.verbs: lists no verb"));
+    }
+    for verb in &raw.verbs {
+        if verb != "*" && !VERBS.contains(&verb.as_str()) {
+            problems.push(format!(
+                "{at}.verbs: {verb:?} is not a verb (one of {}, or *)",
+                VERBS.join(", ")
+            ));
+        }
+    }
+    if raw.resources.is_empty() {
+        problems.push(format!("{at}.resources: lists no resource"));
+    }
+    for resource in &raw.resources {
+        let parts: Vec<&str> = resource.split('/').collect();
+        let valid = match parts.as_slice() {
+            ["*"] => true,
+            [r] => is_resource_name(r),
+            [r, sub] => (*r == "*" || is_resource_name(r)) && is_resource_name(sub),
+            _ => false,
+        };
+        if !valid {
+            problems.push(format!(
+                "{at}.resources: {resource:?} is not a resource (`name`, `name/subresource`, `*` or `*/subresource`; lowercase)"
+            ));
+        }
+    }
+    let api_groups = raw.api_groups.unwrap_or_else(|| vec![String::new()]);
+    for group in &api_groups {
+        if group != "*" && !group.is_empty() && check_dns_subdomain(group).is_err() {
+            problems.push(format!(
+                "{at}.apiGroups: {group:?} is not an API group (\"\" for the core group, a DNS name, or *)"
+            ));
+        }
+    }
+    Rule {
+        verbs: raw.verbs,
+        api_groups,
+        resources: raw.resources,
+    }
+}
+
+fn is_resource_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+/// Checks an RFC 1123 subdomain, as Kubernetes does for most object names: at most 253
+/// characters, dot-separated labels of lowercase letters, digits and `-`.
+fn check_dns_subdomain(name: &str) -> Result<(), String> {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name.chars().all(ok_char)
+        && name
+            .split('.')
+            .all(|label| !label.is_empty() && !label.starts_with('-') && !label.ends_with('-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a DNS subdomain (a-z, 0-9, `-` and `.`, at most 253)"
+        ))
+    }
+}
+
+/// Checks an RFC 1123 label, as Kubernetes does for namespace names: 1 to 63 characters,
+/// lowercase letters, digits and `-`, starting and ending with a letter or digit.
+fn check_dns_label(name: &str) -> Result<(), String> {
+    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(ok_char)
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a DNS label (1-63 of a-z, 0-9 and `-`, starting and ending with a letter or digit)"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        // Cargo.toml exists in the crate folder: a stand-in for a wasm file that exists.
+        Manifest::parse(
+            text,
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            Path::new("host.yaml"),
+        )
+    }
+
+    fn problems(text: &str) -> Vec<String> {
+        match parse(text) {
+            Err(ManifestError::Invalid { problems, .. }) => problems,
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_full_manifest_parses_with_paths_resolved() {
+        let manifest = parse(
+            r#"
+cacheDir: cache
+requestTimeout: 30s
+entryDeadline: 2s
+stopTimeout: 3s
+metricsAddr: "127.0.0.1:9090"
+sharedWatches: false
+backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
+modules:
+  - name: mirror-a
+    wasm: Cargo.toml
+    namespace: team-a
+    env: {RUST_LOG: debug, MODE: "1"}
+    args: ["--x", "y"]
+    memory: 64Mi
+    restartPolicy: Never
+  - name: mirror-b
+    wasm: Cargo.toml
+"#,
+        )
+        .expect("valid");
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(manifest.cache_dir, Some(base.join("cache")));
+        assert_eq!(manifest.request_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(manifest.entry_deadline, Some(Duration::from_secs(2)));
+        assert_eq!(manifest.stop_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(
+            manifest.metrics_addr,
+            Some("127.0.0.1:9090".parse().expect("an address"))
+        );
+        assert!(!manifest.shared_watches);
+        assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
+        assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
+        let a = &manifest.modules[0].options;
+        assert_eq!(manifest.modules[0].wasm, base.join("Cargo.toml"));
+        assert_eq!(a.namespace.as_deref(), Some("team-a"));
+        assert_eq!(
+            a.env,
+            [
+                ("MODE".into(), "1".into()),
+                ("RUST_LOG".into(), "debug".into())
+            ]
+        );
+        assert_eq!(a.args, ["--x", "y"]);
+        assert_eq!(a.memory_limit, Some(64 << 20));
+        assert_eq!(a.restart, RestartPolicy::Never);
+        let b = &manifest.modules[1].options;
+        assert_eq!(
+            (b.memory_limit, b.restart),
+            (
+                Some(DEFAULT_MEMORY_LIMIT as usize),
+                RestartPolicy::OnFailure
+            )
+        );
+        assert_eq!(manifest.largest_memory_limit(), DEFAULT_MEMORY_LIMIT);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_module_and_field() {
+        let found = problems(
+            r#"
+requestTimeout: 0s
+metricsAddr: localhost
+modules:
+  - {name: ok, wasm: Cargo.toml}
+  - {name: ok, wasm: missing.wasm}
+  - {name: Bad_Name, wasm: Cargo.toml, namespace: "-x"}
+  - {name: big, wasm: Cargo.toml, memory: 64Q, restartPolicy: Sometimes}
+  - {name: tiny, wasm: Cargo.toml, memory: "1024", env: {KUBE_WASM_MODULE: x, "A=B": y}}
+"#,
+        );
+        let expected = [
+            "requestTimeout: must be more than zero",
+            "metricsAddr: \"localhost\" is not an IP address and port",
+            "modules[1] (ok).name: \"ok\" is used by an earlier module",
+            "modules[1] (ok).wasm: ",
+            "modules[2] (Bad_Name).name: \"Bad_Name\" is not a DNS label",
+            "modules[2] (Bad_Name).namespace: \"-x\" is not a DNS label",
+            "modules[3] (big).memory: \"64Q\" is not a size",
+            "modules[3] (big).restartPolicy: \"Sometimes\" is not a restart policy",
+            "modules[4] (tiny).env: \"A=B\" is not a variable name",
+            "modules[4] (tiny).env.KUBE_WASM_MODULE: the host sets KUBE_WASM_* variables",
+            "modules[4] (tiny).memory: 1024 bytes is outside",
+        ];
+        for want in expected {
+            assert!(
+                found.iter().any(|p| p.starts_with(want)),
+                "missing {want:?} in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
+    }
+
+    #[test]
+    fn unknown_fields_and_wrong_types_are_syntax_errors() {
+        for (text, needle) in [
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, memroy: 1Mi}\n",
+                "memroy",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, serviceAccount: {name: x}}\n",
+                "namespace",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, permissions: [{verbs: [get], resource: [x]}]}\n",
+                "resource",
+            ),
+            ("modulez: []\n", "modulez"),
+            ("modules:\n  - {name: a, wasm: Cargo.toml, args: 3}\n", ""),
+            ("modules: [\n", ""),
+        ] {
+            match parse(text) {
+                Err(err @ ManifestError::Syntax { .. }) => {
+                    let message = err.to_string();
+                    assert!(message.contains(needle), "{message}");
+                    assert!(message.contains("host.yaml"), "{message}");
+                }
+                other => panic!("{text}: expected a syntax error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn identity_and_permissions_parse() {
+        let manifest = parse(
+            r#"
+modules:
+  - name: a
+    wasm: Cargo.toml
+    serviceAccount: {namespace: team-a, name: mirror}
+    permissions:
+      - {verbs: [get, list, watch], resources: [configmaps]}
+      - {verbs: ["*"], apiGroups: [apps, ""], resources: [deployments/scale, "*/status"]}
+  - name: b
+    wasm: Cargo.toml
+    permissions: []
+"#,
+        )
+        .expect("valid");
+        let a = &manifest.modules[0].options;
+        assert_eq!(
+            a.service_account,
+            Some(ServiceAccount {
+                namespace: "team-a".into(),
+                name: "mirror".into()
+            })
+        );
+        let rules = &a.permissions.as_ref().expect("rules").rules;
+        assert_eq!(rules[0].api_groups, [""], "the core group by default");
+        assert_eq!(rules[1].api_groups, ["apps", ""]);
+        assert_eq!(rules[1].resources, ["deployments/scale", "*/status"]);
+        assert_eq!(
+            manifest.modules[1].options.permissions,
+            Some(Permissions::default()),
+            "an empty list allows nothing"
+        );
+    }
+
+    #[test]
+    fn bad_identity_and_permissions_name_module_and_field() {
+        let found = problems(
+            r#"
+modules:
+  - name: a
+    wasm: Cargo.toml
+    serviceAccount: {namespace: Team, name: ""}
+    permissions:
+      - {verbs: [get, read], resources: [configmaps, "pods/log/x", Secrets]}
+      - {verbs: [], apiGroups: ["apps/v1"], resources: []}
+"#,
+        );
+        let expected = [
+            "modules[0] (a).serviceAccount.namespace: \"Team\" is not a DNS subdomain",
+            "modules[0] (a).serviceAccount.name: \"\" is not a DNS subdomain",
+            "modules[0] (a).permissions[0].verbs: \"read\" is not a verb",
+            "modules[0] (a).permissions[0].resources: \"pods/log/x\" is not a resource",
+            "modules[0] (a).permissions[0].resources: \"Secrets\" is not a resource",
+            "modules[0] (a).permissions[1].verbs: lists no verb",
+            "modules[0] (a).permissions[1].resources: lists no resource",
+            "modules[0] (a).permissions[1].apiGroups: \"apps/v1\" is not an API group",
+        ];
+        for want in expected {
+            assert!(
+                found.iter().any(|p| p.starts_with(want)),
+                "missing {want:?} in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
+    }
+
+    #[test]
+    fn suspend_settings_parse_and_are_checked() {
+        let manifest = parse(
+            r#"
+suspendDir: snapshots
+modules:
+  - {name: a, wasm: Cargo.toml, suspend: {idleAfter: 30s}}
+  - {name: b, wasm: Cargo.toml}
+"#,
+        )
+        .expect("valid");
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(manifest.suspend_dir, Some(base.join("snapshots")));
+        assert_eq!(
+            manifest.modules[0].options.suspend,
+            Some(SuspendPolicy::after(Duration::from_secs(30)))
+        );
+        assert_eq!(
+            manifest.modules[1].options.suspend, None,
+            "never suspended by default"
+        );
+
+        let found = problems(
+            r#"
+modules:
+  - {name: a, wasm: Cargo.toml, suspend: {idleAfter: 0s}}
+  - {name: b, wasm: Cargo.toml, suspend: {idleAfter: soon}}
+"#,
+        );
+        let expected = [
+            "modules[0] (a).suspend.idleAfter: must be more than zero",
+            "modules[1] (b).suspend.idleAfter: \"soon\" is not a duration",
+        ];
+        for want in expected {
+            assert!(
+                found.iter().any(|p| p.starts_with(want)),
+                "missing {want:?} in {found:#?}"
+            );
+        }
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
+
+        for (text, needle) in [
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: {idleafter: 1s}}\n",
+                "idleafter",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: {}}\n",
+                "idleAfter",
+            ),
+            (
+                "modules:\n  - {name: a, wasm: Cargo.toml, suspend: 30s}\n",
+                "",
+            ),
+            ("suspenddir: x\nmodules: []\n", "suspenddir"),
+        ] {
+            match parse(text) {
+                Err(err @ ManifestError::Syntax { .. }) => {
+                    let message = err.to_string();
+                    assert!(message.contains(needle), "{message}");
+                }
+                other => panic!("{text}: expected a syntax error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_module_list_is_invalid() {
+        assert_eq!(problems("modules: []\n"), ["modules: lists no module"]);
+        assert_eq!(problems("{}\n"), ["modules: lists no module"]);
+    }
+
+    #[test]
+    fn dns_labels() {
+        for ok in ["a", "mirror-1", "0abc", &"a".repeat(63)] {
+            assert!(check_dns_label(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "A", "a_b", "-a", "a-", "a.b", &"a".repeat(64)] {
+            assert!(check_dns_label(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! What `host-shim run` runs, resolved once from its two sources — the command line
+//! ([`RunArgs`]) and the manifest ([`Manifest`]) — into the host's [`Settings`] and one
+//! [`ModuleSpec`] per module.
+//!
+//! One precedence for every host-wide setting: **command line > manifest > default**. A
+//! module's own manifest setting beats the command line's default for all modules
+//! (`--suspend-after`); `--env` variables reach every module, and a module's own `env`
+//! overrides them when it starts.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::fleet::cli::{RunArgs, module_names};
+use crate::fleet::config::ClusterSource;
+use crate::fleet::manifest::{MAX_MEMORY_LIMIT, Manifest, ManifestError};
+use crate::runtime::engine::PoolSize;
+use crate::runtime::host::Settings;
+use crate::runtime::options::{ModuleOptions, ModuleSpec};
+use crate::runtime::suspend::SuspendPolicy;
+use crate::upstream::limits::OpLimits;
+use crate::upstream::watch_cache::CacheSettings;
+
+/// Seconds modules get to exit after a stop request unless `--stop-timeout` or the manifest's
+/// `stopTimeout` say otherwise.
+pub const DEFAULT_STOP_SECS: u64 = 10;
+
+/// Everything `host-shim run` needs, resolved.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Where the cluster's kube `Config` comes from (`--kubeconfig`, `--context`).
+    pub cluster: ClusterSource,
+    /// How the host runs modules.
+    pub settings: Settings,
+    /// How long modules get to exit after a stop request.
+    pub stop_timeout: Duration,
+    /// Where the metrics endpoint listens, if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
+    /// The modules, in order.
+    pub modules: Vec<ModuleSpec>,
+}
+
+impl RunConfig {
+    /// Reads and validates the manifest `args` name, if any, and resolves the configuration.
+    ///
+    /// # Errors
+    /// [`ManifestError`] if the manifest cannot be read or is invalid.
+    pub fn load(args: RunArgs) -> Result<Self, ManifestError> {
+        let manifest = args.manifest.as_deref().map(Manifest::load).transpose()?;
+        Ok(Self::resolve(args, manifest))
+    }
+
+    /// Resolves the configuration from the command line and the (validated) manifest.
+    pub fn resolve(args: RunArgs, manifest: Option<Manifest>) -> Self {
+        let suspend_after = args.suspend_after.map(SuspendPolicy::after);
+        let (modules, largest_memory, manifest) = match manifest {
+            Some(mut manifest) => {
+                let largest = manifest.largest_memory_limit();
+                let mut modules = std::mem::take(&mut manifest.modules);
+                for module in &mut modules {
+                    module.options.suspend = module.options.suspend.or(suspend_after);
+                }
+                (modules, largest, Some(manifest))
+            }
+            None => {
+                let modules = module_names(&args.modules)
+                    .into_iter()
+                    .zip(&args.modules)
+                    .map(|(name, wasm)| ModuleSpec {
+                        name,
+                        wasm: wasm.clone(),
+                        options: ModuleOptions {
+                            suspend: suspend_after,
+                            ..ModuleOptions::default()
+                        },
+                    })
+                    .collect();
+                (modules, MAX_MEMORY_LIMIT, None)
+            }
+        };
+        let manifest = manifest.as_ref();
+        let cache_dir = if args.no_cache {
+            None
+        } else {
+            args.cache_dir
+                .clone()
+                .or_else(|| manifest.and_then(|m| m.cache_dir.clone()))
+                .or_else(crate::runtime::cache::default_dir)
+        };
+        let defaults = Settings::default();
+        let settings = Settings {
+            env: args.env,
+            pool: Some(PoolSize {
+                instances: u32::try_from(modules.len()).unwrap_or(u32::MAX),
+                max_memory_bytes: largest_memory,
+            }),
+            cache_dir,
+            backoff: manifest.map(|m| m.backoff).unwrap_or(defaults.backoff),
+            limits: OpLimits {
+                request_timeout: manifest
+                    .and_then(|m| m.request_timeout)
+                    .or(defaults.limits.request_timeout),
+                ..defaults.limits
+            },
+            entry_deadline: manifest
+                .and_then(|m| m.entry_deadline)
+                .unwrap_or(defaults.entry_deadline),
+            shared_watches: args
+                .shared_watches
+                .unwrap_or(manifest.is_none_or(|m| m.shared_watches))
+                .then(CacheSettings::default),
+            suspend_dir: args
+                .suspend_dir
+                .or_else(|| manifest.and_then(|m| m.suspend_dir.clone())),
+            ..defaults
+        };
+        Self {
+            cluster: ClusterSource {
+                kubeconfig: args.kubeconfig,
+                context: args.context,
+            },
+            settings,
+            stop_timeout: args
+                .stop_timeout
+                .map(Duration::from_secs)
+                .or_else(|| manifest.and_then(|m| m.stop_timeout))
+                .unwrap_or(Duration::from_secs(DEFAULT_STOP_SECS)),
+            metrics_addr: args
+                .metrics_addr
+                .or_else(|| manifest.and_then(|m| m.metrics_addr)),
+            modules,
+        }
+    }
+
+    /// The spec of module `name`, if it is one of them.
+    pub fn module(&self, name: &str) -> Option<&ModuleSpec> {
+        self.modules.iter().find(|m| m.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::cli::{Cli, Command};
+    use clap::Parser as _;
+    use std::path::PathBuf;
+
+    fn args(line: &[&str]) -> RunArgs {
+        let mut argv = vec!["host-shim", "run"];
+        argv.extend_from_slice(line);
+        let Command::Run(args) = Cli::try_parse_from(argv).expect("valid arguments").command;
+        args
+    }
+
+    /// [`MANIFEST`] loaded from a folder of its own (named after `test`) holding its modules.
+    fn manifest(test: &str) -> Manifest {
+        let dir = std::env::temp_dir().join(format!("run-config-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for module in ["a.wasm", "b.wasm"] {
+            std::fs::write(dir.join(module), b"\0asm").expect("written");
+        }
+        let path = dir.join("host.yaml");
+        std::fs::write(&path, MANIFEST).expect("written");
+        let manifest = Manifest::load(&path).expect("a valid manifest");
+        let _ = std::fs::remove_dir_all(&dir);
+        manifest
+    }
+
+    const MANIFEST: &str = "\
+cacheDir: /m/cache
+suspendDir: /m/suspended
+stopTimeout: 5s
+metricsAddr: 127.0.0.1:9002
+sharedWatches: false
+requestTimeout: 7s
+entryDeadline: 3s
+modules:
+  - {name: a, wasm: a.wasm, suspend: {idleAfter: 2s}, memory: 32Mi}
+  - {name: b, wasm: b.wasm}
+";
+
+    #[test]
+    fn the_command_line_beats_the_manifest() {
+        let config = RunConfig::resolve(
+            args(&[
+                "--manifest=/m/host.yaml",
+                "--stop-timeout=3",
+                "--metrics-addr=127.0.0.1:9001",
+                "--shared-watches=true",
+                "--cache-dir=/c/cache",
+                "--suspend-dir=/c/suspended",
+                "--suspend-after=9s",
+                "--env=A=1",
+            ]),
+            Some(manifest("cli")),
+        );
+        assert_eq!(config.stop_timeout, Duration::from_secs(3));
+        assert_eq!(
+            config.metrics_addr,
+            Some("127.0.0.1:9001".parse().expect("addr"))
+        );
+        assert!(config.settings.shared_watches.is_some());
+        assert_eq!(config.settings.cache_dir, Some(PathBuf::from("/c/cache")));
+        assert_eq!(
+            config.settings.suspend_dir,
+            Some(PathBuf::from("/c/suspended"))
+        );
+        assert_eq!(config.settings.env, [("A".to_owned(), "1".to_owned())]);
+        // A module's own setting beats the command line's default for every module.
+        let suspend = |name: &str| config.module(name).and_then(|m| m.options.suspend);
+        assert_eq!(
+            suspend("a"),
+            Some(SuspendPolicy::after(Duration::from_secs(2)))
+        );
+        assert_eq!(
+            suspend("b"),
+            Some(SuspendPolicy::after(Duration::from_secs(9)))
+        );
+        assert!(
+            RunConfig::resolve(
+                args(&["--manifest=/m/host.yaml", "--no-cache"]),
+                Some(manifest("no-cache"))
+            )
+            .settings
+            .cache_dir
+            .is_none(),
+            "--no-cache beats every cache folder"
+        );
+    }
+
+    #[test]
+    fn the_manifest_beats_the_defaults() {
+        let config = RunConfig::resolve(
+            args(&["--manifest=/m/host.yaml"]),
+            Some(manifest("manifest")),
+        );
+        assert_eq!(config.stop_timeout, Duration::from_secs(5));
+        assert_eq!(
+            config.metrics_addr,
+            Some("127.0.0.1:9002".parse().expect("addr"))
+        );
+        assert!(config.settings.shared_watches.is_none());
+        assert_eq!(config.settings.cache_dir, Some(PathBuf::from("/m/cache")));
+        assert_eq!(
+            config.settings.suspend_dir,
+            Some(PathBuf::from("/m/suspended"))
+        );
+        assert_eq!(
+            config.settings.limits.request_timeout,
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(config.settings.entry_deadline, Duration::from_secs(3));
+        assert_eq!(
+            config
+                .settings
+                .pool
+                .map(|p| (p.instances, p.max_memory_bytes)),
+            Some((
+                2,
+                crate::fleet::manifest::DEFAULT_MEMORY_LIMIT.max(32 << 20)
+            ))
+        );
+        assert_eq!(config.module("b").and_then(|m| m.options.suspend), None);
+    }
+
+    #[test]
+    fn without_either_the_defaults_hold() {
+        let config = RunConfig::resolve(args(&["/x/mirror.wasm", "/y/mirror.wasm"]), None);
+        let defaults = Settings::default();
+        assert_eq!(config.stop_timeout, Duration::from_secs(DEFAULT_STOP_SECS));
+        assert_eq!(config.metrics_addr, None);
+        assert!(
+            config.settings.shared_watches.is_some(),
+            "shared unless told not to"
+        );
+        assert_eq!(config.settings.suspend_dir, None);
+        assert_eq!(config.settings.limits, defaults.limits);
+        assert_eq!(config.settings.entry_deadline, defaults.entry_deadline);
+        assert_eq!(
+            config
+                .settings
+                .pool
+                .map(|p| (p.instances, p.max_memory_bytes)),
+            Some((2, MAX_MEMORY_LIMIT))
+        );
+        let names: Vec<&str> = config.modules.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["mirror", "mirror-2"]);
+        assert!(
+            config
+                .modules
+                .iter()
+                .all(|m| m.options == ModuleOptions::default())
+        );
+        assert_eq!(config.cluster, ClusterSource::default());
+    }
+}

@@ -1,0 +1,117 @@
+//! `http_request(ptr, len) -> op`: one request to the API server (SPEC.md, "`http_request`
+//! header" and "Completions").
+//!
+//! - `whole` mode, or any non-2xx status: one final `response` with the whole body.
+//! - `lines` mode with a 2xx status: `head`, one `line` per line of the body (split on `\n`
+//!   whatever the transport chunking, limited to [`OpLimits::max_line_bytes`]), then `end`.
+//! - No response: `error` (`connect`, `timeout`, …); a body that breaks off: `error` with
+//!   `stream`; a line or body over the limit: `error` with `too_large`.
+//!
+//! - A request the module's [permissions](crate::upstream::permissions) refuse, or that the host cannot
+//!   classify as the API server would: one final `response` of status 403 (a `Forbidden`
+//!   `Status`), and nothing is sent upstream. An allowed request goes upstream with the URI
+//!   the check judged ([`crate::runtime::state::Access::authorize`]).
+//!
+//! - On a host that shares watches ([`crate::upstream::watch_cache`]), a `resourceVersion=0` list of a
+//!   collection is answered from the shared watch of that collection (a final `response`).
+//!
+//! Dropping the op's task (cancel, or the module ending) drops the request and its connection.
+
+use kube::client::Body;
+use kube_wasm_abi::names::{IMPORT_HTTP_REQUEST, IMPORT_MODULE};
+use kube_wasm_abi::{Completion, HttpRequest, OpError, ResponseMode};
+use wasmtime::{Caller, Linker};
+
+use super::op::{read_frame, spawn_op};
+use super::op_to_wasm;
+use super::respond::{LinePolicy, send_denied, send_whole, stream_lines};
+use super::shared_watch::{self, Served};
+use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
+use crate::runtime::state::HostState;
+use crate::upstream::client::{self as upstream, Upstream};
+use crate::upstream::limits::OpLimits;
+use crate::upstream::watch_cache::key::list_key;
+
+/// Adds `http_request` to `linker`.
+///
+/// # Errors
+/// If the import is already defined.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.func_wrap(IMPORT_MODULE, IMPORT_HTTP_REQUEST, http_request)?;
+    Ok(())
+}
+
+fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
+    let argument = read_frame::<HttpRequest>(&mut caller, IMPORT_HTTP_REQUEST, ptr, len)?;
+    let mode = argument.header.response;
+    let mut request = upstream::build_http_request(&argument.header, argument.body);
+    let state = caller.data_mut();
+    let (denied, info) = match request.as_mut().map(|r| state.ctx.access.authorize(r)) {
+        Ok(Err(denied)) => (Some(denied), None),
+        Ok(Ok(info)) => (None, Some(info)),
+        Err(_) => (None, None),
+    };
+    let shared_list = match (&state.ctx.shared_watches, &request, &info) {
+        (Some(watches), Ok(r), Some(info)) if mode == ResponseMode::Whole => list_key(
+            watches.identity.clone(),
+            r.method(),
+            info,
+            &r.uri().to_string(),
+            &argument.header.headers,
+        )
+        .map(|key| (watches.cache.clone(), key)),
+        _ => None,
+    };
+    let id = spawn_op(state, OpKind::Http, |ctx, sink| async move {
+        match (denied, shared_list) {
+            (Some(denied), _) => send_denied(&denied, &sink).await,
+            (None, Some((cache, key))) => {
+                let subscription = cache.subscribe(&key, &ctx.upstream, None);
+                match shared_watch::list(subscription, &sink).await? {
+                    Served::Upstream => {
+                        send_request(ctx.upstream, request, mode, ctx.limits, &sink).await
+                    }
+                    Served::Done => Ok(()),
+                }
+            }
+            (None, None) => send_request(ctx.upstream, request, mode, ctx.limits, &sink).await,
+        }
+    });
+    Ok(op_to_wasm(id))
+}
+
+/// Sends one request upstream and its answer's completions to `sink`.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn send_request(
+    upstream: Upstream,
+    request: Result<http::Request<Body>, OpError>,
+    mode: ResponseMode,
+    limits: OpLimits,
+    sink: &CompletionSink,
+) -> Result<(), ModuleGone> {
+    let response = match request {
+        Ok(request) => upstream.send_within(request, limits.request_timeout).await,
+        Err(err) => Err(err),
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(err) => return sink.send(&Completion::Error(err), b"").await,
+    };
+    let status = response.status();
+    let headers = upstream::header_pairs(response.headers());
+    let body = response.into_body();
+    if mode == ResponseMode::Whole || !status.is_success() {
+        return send_whole(status.as_u16(), headers, body, limits, sink).await;
+    }
+    sink.send(
+        &Completion::Head {
+            status: status.as_u16(),
+            headers,
+        },
+        b"",
+    )
+    .await?;
+    stream_lines(body, limits, sink, LinePolicy::KeepBlank).await
+}

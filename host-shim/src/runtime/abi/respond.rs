@@ -1,0 +1,109 @@
+//! The completions that answer a request: a 403 for a denied one, a whole body as one final
+//! `response`, or a streamed body as one completion per line (SPEC.md, "Completions").
+
+use http_body_util::BodyExt;
+use kube::client::Body;
+use kube_wasm_abi::{Completion, ErrorCode, LineFramer, OpError};
+
+use crate::runtime::ops::{CompletionSink, ModuleGone};
+use crate::upstream::client as upstream;
+use crate::upstream::limits::OpLimits;
+use crate::upstream::permissions::Denied;
+
+/// Answers a request the module's permissions refuse as the API server answers a forbidden
+/// one: a final `response` of status 403 with a `Status` of reason `Forbidden`. Nothing is
+/// sent upstream.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn send_denied(denied: &Denied, sink: &CompletionSink) -> Result<(), ModuleGone> {
+    tracing::warn!("denied: {denied}");
+    let completion = Completion::Response {
+        status: 403,
+        headers: vec![("content-type".into(), "application/json".into())],
+    };
+    sink.send(&completion, &denied.status_body()).await
+}
+
+/// Collects `body` and sends it as one final `response` (or an `error` if it breaks off or
+/// exceeds [`OpLimits::max_body_bytes`]).
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn send_whole(
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Body,
+    limits: OpLimits,
+    sink: &CompletionSink,
+) -> Result<(), ModuleGone> {
+    match upstream::collect_body(body, limits.max_body_bytes).await {
+        Ok(bytes) => {
+            sink.send(&Completion::Response { status, headers }, &bytes)
+                .await
+        }
+        Err(err) => sink.send(&Completion::Error(err.into()), b"").await,
+    }
+}
+
+/// What to do with empty lines of a streamed body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinePolicy {
+    /// `lines` mode: every line, empty ones included, is a `line`.
+    KeepBlank,
+    /// Watches: blank lines are skipped; every other line is a `watch_event`.
+    WatchEvents,
+}
+
+/// Streams `body` as one completion per line, then `end`; an `error` (`stream` or
+/// `too_large`) if the body breaks off or a line is too long.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn stream_lines(
+    mut body: Body,
+    limits: OpLimits,
+    sink: &CompletionSink,
+    policy: LinePolicy,
+) -> Result<(), ModuleGone> {
+    let mut framer = LineFramer::new(limits.max_line_bytes);
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_trailers) => continue,
+            },
+            Err(err) => {
+                return sink
+                    .send(&Completion::Error(upstream::body_error(err)), b"")
+                    .await;
+            }
+        };
+        let lines = match framer.push(&data) {
+            Ok(lines) => lines,
+            Err(too_long) => {
+                let err = OpError::new(ErrorCode::TooLarge, too_long.to_string());
+                return sink.send(&Completion::Error(err), b"").await;
+            }
+        };
+        for line in lines {
+            send_line(&line, sink, policy).await?;
+        }
+    }
+    if let Some(last) = framer.finish() {
+        send_line(&last, sink, policy).await?;
+    }
+    sink.send(&Completion::End {}, b"").await
+}
+
+async fn send_line(
+    line: &[u8],
+    sink: &CompletionSink,
+    policy: LinePolicy,
+) -> Result<(), ModuleGone> {
+    match policy {
+        LinePolicy::KeepBlank => sink.send(&Completion::Line {}, line).await,
+        LinePolicy::WatchEvents if line.iter().all(u8::is_ascii_whitespace) => Ok(()),
+        LinePolicy::WatchEvents => sink.send(&Completion::WatchEvent {}, line).await,
+    }
+}

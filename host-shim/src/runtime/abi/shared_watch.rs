@@ -1,0 +1,192 @@
+//! The module side of a shared watch: a module's `watch` op, or its `resourceVersion=0`
+//! list, answered from the cache with the completions the API server's answer would have
+//! produced (SPEC.md, "`watch` header" and "Completions").
+
+use std::time::Duration;
+
+use kube_wasm_abi::{Completion, DEFAULT_WATCH_TIMEOUT_SECS, WatchRequest};
+use tokio::time::Instant;
+
+use crate::runtime::ops::{CompletionSink, ModuleGone};
+use crate::upstream::watch_cache::event::{bookmark_line, too_old_line};
+use crate::upstream::watch_cache::{Phase, StartAt, Subscription};
+
+/// kube-apiserver sends a watcher that asked for bookmarks one this long before its timeout.
+const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What became of a module's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// Answered from the cache (completely, final completion included).
+    Done,
+    /// The collection is not shared (its LIST was refused): send the request upstream.
+    Upstream,
+}
+
+/// Waits until the informer has a store: `None` then. `Some` if the request is settled
+/// without it: [`Served::Upstream`] if the collection is not shared, [`Served::Done`] once
+/// the informer's error was sent (as the module's own request would have failed).
+async fn ready(subscription: &Subscription, sink: &CompletionSink) -> Option<Served> {
+    let mut changes = subscription.shared.watch_changes();
+    loop {
+        let phase = subscription.shared.lock().phase.clone();
+        match phase {
+            Phase::Ready => return None,
+            Phase::Refused => return Some(Served::Upstream),
+            Phase::Unavailable(err) => {
+                let _ = sink.send(&Completion::Error(err), b"").await;
+                return Some(Served::Done);
+            }
+            Phase::Starting => {
+                if changes.changed().await.is_err() {
+                    return Some(Served::Upstream);
+                }
+            }
+        }
+    }
+}
+
+/// Serves a module's `watch` op from the shared watch: `head`, then the events after
+/// `start` (or `410 Expired` and `end`), then new events as they come, a bookmark 2 s before
+/// the watch's timeout if it asked for bookmarks, and `end` at the timeout or when the cache
+/// is rebuilt (the module resumes as from any closed watch).
+///
+/// A module slower than the history (its next event was evicted before it took it) has its
+/// watch ended, as kube-apiserver ends watchers that cannot keep up; it resumes and gets the
+/// events or a `410`.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub(crate) async fn watch(
+    subscription: Subscription,
+    request: &WatchRequest,
+    start: StartAt,
+    sink: &CompletionSink,
+) -> Result<Served, ModuleGone> {
+    if let Some(served) = ready(&subscription, sink).await {
+        return Ok(served);
+    }
+    let shared = &subscription.shared;
+    let timeout = Duration::from_secs(u64::from(
+        request
+            .timeout_seconds
+            .unwrap_or(DEFAULT_WATCH_TIMEOUT_SECS),
+    ));
+    let deadline = Instant::now() + timeout;
+    let mut bookmark_at = (request.bookmarks && timeout > BOOKMARK_BEFORE_TIMEOUT)
+        .then(|| deadline - BOOKMARK_BEFORE_TIMEOUT);
+    let mut changes = shared.watch_changes();
+    changes.borrow_and_update();
+
+    let snapshot = {
+        let state = shared.lock();
+        let generation = state.generation;
+        let item_type = state.store.item_type().cloned();
+        match start {
+            StartAt::Now => Ok((state.store.initial_events(), state.store.resource_version())),
+            StartAt::After(rv) => state.store.since(rv).map(|events| {
+                let cursor = events.last().map_or(rv, |e| e.resource_version);
+                (events.iter().map(|e| e.line.clone()).collect(), cursor)
+            }),
+        }
+        .map(|(initial, cursor)| (generation, initial, cursor, item_type))
+    };
+    let (generation, initial, mut cursor, item_type): (u64, Vec<_>, u64, _) = match snapshot {
+        Ok(snapshot) => snapshot,
+        Err(too_old) => {
+            sink.send(&ok_head(), b"").await?;
+            let line = too_old_line(too_old.asked, too_old.oldest);
+            sink.send(&Completion::WatchEvent {}, &line).await?;
+            sink.send(&Completion::End {}, b"").await?;
+            return Ok(Served::Done);
+        }
+    };
+    let started_at = match start {
+        StartAt::After(rv) => rv,
+        StartAt::Now => cursor,
+    };
+    sink.send(&ok_head(), b"").await?;
+    for line in initial {
+        sink.send(&Completion::WatchEvent {}, &line).await?;
+    }
+    loop {
+        let bookmark_due = bookmark_at.unwrap_or(deadline);
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => break,
+            () = tokio::time::sleep_until(bookmark_due), if bookmark_at.is_some() => {}
+        }
+        changes.borrow_and_update();
+        let batch = {
+            let state = shared.lock();
+            if state.generation != generation {
+                break;
+            }
+            match state.store.since(cursor) {
+                Ok(events) => Some((events, state.store.resource_version())),
+                Err(_) => None,
+            }
+        };
+        let Some((events, newest)) = batch else {
+            tracing::debug!(
+                op = sink.op(),
+                "a watch fell behind the shared history; ending it"
+            );
+            break;
+        };
+        for event in &events {
+            sink.send(&Completion::WatchEvent {}, &event.line).await?;
+            cursor = event.resource_version;
+        }
+        if bookmark_at.is_some_and(|at| Instant::now() >= at) {
+            bookmark_at = None;
+            // Like the API server, only a bookmark past where the watch started.
+            if newest > started_at
+                && let Some(item_type) = &item_type
+            {
+                cursor = cursor.max(newest);
+                sink.send(
+                    &Completion::WatchEvent {},
+                    &bookmark_line(item_type, newest),
+                )
+                .await?;
+            }
+        }
+    }
+    sink.send(&Completion::End {}, b"").await?;
+    Ok(Served::Done)
+}
+
+/// Serves a module's `resourceVersion=0` list from the shared watch's store: one final
+/// `response` of status 200 with a list of the current objects at the store's resourceVersion.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub(crate) async fn list(
+    subscription: Subscription,
+    sink: &CompletionSink,
+) -> Result<Served, ModuleGone> {
+    if let Some(served) = ready(&subscription, sink).await {
+        return Ok(served);
+    }
+    let Some(body) = subscription.shared.lock().store.list_body() else {
+        return Ok(Served::Upstream);
+    };
+    let response = Completion::Response {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+    };
+    sink.send(&response, &body).await?;
+    Ok(Served::Done)
+}
+
+fn ok_head() -> Completion {
+    Completion::Head {
+        status: 200,
+        headers: vec![("content-type".into(), "application/json".into())],
+    }
+}

@@ -1,0 +1,48 @@
+//! `delay(millis) -> op`: a timer that completes with `elapsed` after `millis` milliseconds
+//! (negative counts as 0). Cancelling it drops the timer.
+
+use std::time::Duration;
+
+use kube_wasm_abi::Completion;
+use kube_wasm_abi::names::{IMPORT_DELAY, IMPORT_MODULE};
+use wasmtime::{Caller, Linker};
+
+use super::op::spawn_op;
+use super::op_to_wasm;
+use crate::runtime::ops::OpKind;
+use crate::runtime::state::HostState;
+
+/// Adds `delay` to `linker`.
+///
+/// # Errors
+/// If the import is already defined.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.func_wrap(IMPORT_MODULE, IMPORT_DELAY, delay)?;
+    Ok(())
+}
+
+/// The duration of a `delay` of `millis` milliseconds; negative counts as 0.
+pub fn delay_duration(millis: i64) -> Duration {
+    Duration::from_millis(millis.max(0) as u64)
+}
+
+fn delay(mut caller: Caller<'_, HostState>, millis: i64) -> i64 {
+    let duration = delay_duration(millis);
+    let id = spawn_op(caller.data_mut(), OpKind::Delay, |_, sink| async move {
+        tokio::time::sleep(duration).await;
+        sink.send(&Completion::Elapsed {}, b"").await
+    });
+    op_to_wasm(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negative_delays_are_zero() {
+        assert_eq!(delay_duration(-5), Duration::ZERO);
+        assert_eq!(delay_duration(i64::MIN), Duration::ZERO);
+        assert_eq!(delay_duration(1500), Duration::from_millis(1500));
+    }
+}

@@ -1,0 +1,128 @@
+//! `watch(ptr, len) -> op`: one upstream watch of a collection (SPEC.md, "`watch` header").
+//!
+//! The request is built by `kube_core::Request::watch` / `watch_metadata`, so the API server
+//! sees what a native kube client sends. A non-2xx answer is one final `response` with its body;
+//! a 2xx answer is a `head` (the watch is established), then one `watch_event` per non-blank
+//! line (events of type `ERROR` included, unchanged), then `end` when the server closes the
+//! watch, or `error` with `stream` if it breaks off. The guest decides about resuming: one op is one upstream request.
+//!
+//! A watch the module's [permissions](crate::upstream::permissions) refuse, or whose path the host cannot
+//! classify as the API server would, is one final `response` of status 403 (a `Forbidden`
+//! `Status`); nothing is sent upstream. An allowed watch goes upstream, or to the shared watch,
+//! with the path the check judged ([`crate::runtime::state::Access::authorize`]).
+//!
+//! On a host that shares watches ([`crate::upstream::watch_cache`]), a watch from `""`, `"0"` or a
+//! numeric resourceVersion without `send_initial_events` is served from the shared watch of
+//! its collection instead, with the same completions.
+//!
+//! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
+//! the upstream watch.
+
+use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_WATCH};
+use kube_wasm_abi::{Completion, WatchRequest};
+use wasmtime::{Caller, Linker};
+
+use super::op::{read_frame, spawn_op};
+use super::op_to_wasm;
+use super::respond::{LinePolicy, send_denied, send_whole, stream_lines};
+use super::shared_watch::{self, Served};
+use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
+use crate::runtime::state::{HostState, OpContext};
+use crate::upstream::client as upstream;
+use crate::upstream::request_info::RequestInfo;
+use crate::upstream::watch_cache::{StartAt, WatchKey};
+
+/// Adds `watch` to `linker`.
+///
+/// # Errors
+/// If the import is already defined.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.func_wrap(IMPORT_MODULE, IMPORT_WATCH, watch)?;
+    Ok(())
+}
+
+fn watch(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
+    let request = read_frame::<WatchRequest>(&mut caller, IMPORT_WATCH, ptr, len)?.header;
+    let id = spawn_op(caller.data_mut(), OpKind::Watch, |ctx, sink| async move {
+        run_watch(ctx, request, &sink).await
+    });
+    Ok(op_to_wasm(id))
+}
+
+/// Whether the API server serves a request classified as `info` as a watch of a whole
+/// collection (what a shared watch serves): a path naming an object makes it a `get`.
+fn is_collection_watch(info: &RequestInfo) -> bool {
+    matches!(info, RequestInfo::Resource(r)
+        if r.verb == "watch" && r.name.is_empty() && r.subresource.is_empty())
+}
+
+/// Runs one watch and sends its completions to `sink`.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn run_watch(
+    ctx: OpContext,
+    request: WatchRequest,
+    sink: &CompletionSink,
+) -> Result<(), ModuleGone> {
+    let mut http_request = upstream::build_watch_request(&request);
+    let info = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
+        Ok(Err(denied)) => return send_denied(&denied, sink).await,
+        Ok(Ok(info)) => Some(info),
+        Err(_) => None,
+    };
+    if let Some(watches) = &ctx.shared_watches
+        && let Ok(judged) = &http_request
+        && info.as_ref().is_some_and(is_collection_watch)
+        && !request.send_initial_events
+        && let Some(start) = StartAt::parse(&request.resource_version)
+    {
+        let key = WatchKey::of_watch(watches.identity.clone(), judged.uri().path(), &request);
+        let hint = match start {
+            StartAt::After(rv) => Some(rv),
+            StartAt::Now => None,
+        };
+        let subscription = watches.cache.subscribe(&key, &ctx.upstream, hint);
+        if shared_watch::watch(subscription, &request, start, sink).await? == Served::Done {
+            return Ok(());
+        }
+    }
+    let response = match http_request {
+        Ok(http_request) => ctx.upstream.send(http_request).await,
+        Err(err) => Err(err),
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(err) => return sink.send(&Completion::Error(err), b"").await,
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let headers = upstream::header_pairs(response.headers());
+        return send_whole(
+            status.as_u16(),
+            headers,
+            response.into_body(),
+            ctx.limits,
+            sink,
+        )
+        .await;
+    }
+    tracing::debug!(op = sink.op(), path = %request.path, "watch started");
+    let _open = ctx.metrics.watch_opened();
+    let headers = upstream::header_pairs(response.headers());
+    sink.send(
+        &Completion::Head {
+            status: status.as_u16(),
+            headers,
+        },
+        b"",
+    )
+    .await?;
+    stream_lines(
+        response.into_body(),
+        ctx.limits,
+        sink,
+        LinePolicy::WatchEvents,
+    )
+    .await
+}

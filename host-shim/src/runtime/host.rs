@@ -1,0 +1,314 @@
+//! The host: one wasmtime engine, one linker with WASI and the `kube_wasm_v1` imports, one
+//! upstream client, and the settings every module runs with.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest as _, Sha256};
+use wasmtime::{Engine, Linker};
+
+use crate::backoff::Backoff;
+use crate::metrics::Metrics;
+use crate::runtime::cache::{ModuleCache, Source};
+use crate::runtime::engine::{self, EpochTicker, PoolSize};
+use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
+use crate::runtime::module::{self, LoadedModule, ModuleContext};
+use crate::runtime::options::ModuleOptions;
+use crate::runtime::output::OutputTarget;
+use crate::runtime::state::HostState;
+use crate::runtime::stop::StopHandle;
+use crate::runtime::suspend::{self, LazySnapshotDir};
+use crate::upstream::client::Upstream;
+use crate::upstream::identity::Identities;
+use crate::upstream::limits::OpLimits;
+use crate::upstream::watch_cache::{CacheSettings, WatchCache};
+
+/// How modules are run.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Longest time one guest entry (`_start`, `kube_wasm_alloc` or `kube_wasm_complete`) may
+    /// run before the module is ended. Measured in epoch ticks, so it is accurate to about
+    /// one [`epoch_tick`](Self::epoch_tick).
+    pub entry_deadline: Duration,
+    /// How often the engine's epoch advances. Each tick, a running guest also yields to the
+    /// tokio scheduler so other modules keep running.
+    pub epoch_tick: Duration,
+    /// Size limits of op results.
+    pub limits: OpLimits,
+    /// Extra environment variables for every module (`--env KEY=VALUE`).
+    pub env: Vec<(String, String)>,
+    /// Where module stdout and stderr go.
+    pub output: OutputTarget,
+    /// How many completions may wait for delivery per module before op tasks wait.
+    pub completion_queue: usize,
+    /// Instances from a pooling allocator of this size; `None`: allocated on demand.
+    pub pool: Option<PoolSize>,
+    /// Where precompiled modules are cached (see [`crate::runtime::cache`]); `None`: compile every
+    /// time. A folder that cannot be used is reported and compiling goes on without it.
+    pub cache_dir: Option<PathBuf>,
+    /// Restart delays of modules whose policy restarts them.
+    pub backoff: Backoff,
+    /// Share identical watches between modules (one upstream LIST+WATCH each, see
+    /// [`crate::upstream::watch_cache`]) with these sizes; `None` (the default here; `host-shim run`
+    /// shares unless told not to): every watch op is its own upstream watch.
+    pub shared_watches: Option<CacheSettings>,
+    /// The folder in which this host makes its private folder of snapshots of suspended
+    /// modules (see [`crate::runtime::suspend`]); `None`: `suspended` inside
+    /// [`cache_dir`](Self::cache_dir), else `kube-wasm-suspended` in the system's temporary
+    /// folder. Created on the first suspend; if it cannot be, modules stay resident.
+    pub suspend_dir: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            entry_deadline: Duration::from_secs(10),
+            epoch_tick: Duration::from_millis(100),
+            limits: OpLimits::default(),
+            env: Vec::new(),
+            output: OutputTarget::Inherit,
+            completion_queue: 256,
+            pool: None,
+            cache_dir: None,
+            backoff: Backoff::default(),
+            shared_watches: None,
+            suspend_dir: None,
+        }
+    }
+}
+
+impl Settings {
+    /// The entry deadline in epoch ticks (at least 1).
+    pub fn entry_tick_budget(&self) -> u64 {
+        let tick = self.epoch_tick.as_nanos().max(1);
+        let ticks = self.entry_deadline.as_nanos().div_ceil(tick);
+        u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+pub(crate) struct HostInner {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    pub(crate) upstream: Upstream,
+    pub(crate) identities: Identities,
+    pub(crate) settings: Settings,
+    pub(crate) metrics: Metrics,
+    pub(crate) watch_cache: Option<WatchCache>,
+    cache: Option<ModuleCache>,
+    /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
+    /// distinct wasm, shared by every module using it.
+    compiled: Mutex<HashMap<[u8; 32], LoadedModule>>,
+    /// This host's folder of snapshots, made on the first suspend.
+    snapshots: LazySnapshotDir,
+    _ticker: EpochTicker,
+}
+
+/// Runs kube-wasm modules against one API server. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    pub(crate) inner: Arc<HostInner>,
+}
+
+impl Host {
+    /// A host sending every request through `upstream` (modules with a `service_account` cannot
+    /// run on it: see [`Host::with_identities`]).
+    ///
+    /// # Errors
+    /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
+    pub fn new(upstream: Upstream, settings: Settings) -> anyhow::Result<Self> {
+        Self::with_identities(Identities::new(upstream), settings)
+    }
+
+    /// A host sending the requests of each module through the upstream of its identity.
+    ///
+    /// # Errors
+    /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
+    pub fn with_identities(identities: Identities, settings: Settings) -> anyhow::Result<Self> {
+        let upstream = identities.own().clone();
+        let engine = engine::new_engine(settings.pool)
+            .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| {
+            &mut state.wasi
+        })
+        .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
+        crate::runtime::abi::add_to_linker(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking the kube-wasm ABI: {e:?}"))?;
+        let ticker = EpochTicker::start(&engine, settings.epoch_tick)?;
+        let cache = settings
+            .cache_dir
+            .as_deref()
+            .and_then(|dir| match ModuleCache::open(dir) {
+                Ok(cache) => Some(cache),
+                Err(err) => {
+                    tracing::warn!("not caching compiled modules: {err}");
+                    None
+                }
+            });
+        let snapshots = LazySnapshotDir::new(
+            settings
+                .suspend_dir
+                .clone()
+                .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref())),
+        );
+        let metrics = Metrics::new();
+        let watch_cache = settings
+            .shared_watches
+            .map(|sizes| WatchCache::new(sizes, settings.limits, metrics.clone()));
+        Ok(Self {
+            inner: Arc::new(HostInner {
+                engine,
+                linker,
+                upstream,
+                identities,
+                settings,
+                metrics,
+                watch_cache,
+                cache,
+                compiled: Mutex::new(HashMap::new()),
+                snapshots,
+                _ticker: ticker,
+            }),
+        })
+    }
+
+    /// The settings modules run with.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// The host's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// The shared watches, if the host shares them.
+    pub fn watch_cache(&self) -> Option<&WatchCache> {
+        self.inner.watch_cache.as_ref()
+    }
+
+    /// Reads the sizes of the shared-watch cache and of the cache folder into the metrics
+    /// (at each scrape).
+    pub fn refresh_cache_metrics(&self) {
+        if let Some(watches) = &self.inner.watch_cache {
+            self.inner.metrics.set_watch_cache(&watches.totals());
+        }
+        let Some(cache) = &self.inner.cache else {
+            return;
+        };
+        let (mut entries, mut bytes) = (0, 0);
+        if let Ok(dir) = std::fs::read_dir(cache.dir()) {
+            for entry in dir.flatten() {
+                let is_entry = entry.path().extension().is_some_and(|e| e == "cwasm");
+                if let (true, Ok(meta)) = (is_entry, entry.metadata()) {
+                    entries += 1;
+                    bytes += meta.len();
+                }
+            }
+        }
+        self.inner.metrics.set_cache(entries, bytes);
+    }
+
+    /// The upstream API server, as the host's own identity.
+    pub fn upstream(&self) -> &Upstream {
+        &self.inner.upstream
+    }
+
+    /// Compiles the module file at `path` under `name`. CPU-bound: call it from a blocking
+    /// thread for big modules.
+    ///
+    /// # Errors
+    /// [`ModuleError::Compile`] if the file cannot be read or is not valid wasm.
+    pub fn load_file(&self, name: &str, path: &Path) -> Result<LoadedModule, ModuleError> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| ModuleError::Compile(format!("{}: {e}", path.display())))?;
+        self.load_bytes(name, &bytes).map_err(|err| match err {
+            ModuleError::Compile(reason) => {
+                ModuleError::Compile(format!("{}: {reason}", path.display()))
+            }
+            other => other,
+        })
+    }
+
+    /// The module for wasm `bytes`, under `name` with default [`ModuleOptions`]. Each
+    /// distinct wasm is compiled (or taken from the cache, see [`Settings::cache_dir`]) and
+    /// pre-instantiated once per host; loading the same bytes again shares that work.
+    /// Before compiling, the module is checked and, if it can be suspended, rewritten to
+    /// export its mutable globals ([`suspend::prepare()`]); the cache is keyed by the bytes
+    /// compiled. CPU-bound on first use: call it from a blocking thread for big modules.
+    ///
+    /// # Errors
+    /// [`ModuleError::Compile`] if the bytes are not valid wasm.
+    pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<LoadedModule, ModuleError> {
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        if let Some(known) = self.compiled().get(&digest) {
+            return Ok(known.named(name, ModuleOptions::default()));
+        }
+        let inner = &self.inner;
+        let prepared = suspend::prepare(bytes);
+        let (module, source) = match &inner.cache {
+            Some(cache) => cache.load_or_compile(&inner.engine, &prepared.wasm),
+            None => {
+                engine::compile_bytes(&inner.engine, &prepared.wasm).map(|m| (m, Source::Compiled))
+            }
+        }
+        .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
+        tracing::debug!(module = name, ?source, suspendable = ?prepared.suspendable, "module ready");
+        let loaded = LoadedModule::new(name, module, &inner.linker, prepared.suspendable);
+        self.compiled().insert(digest, loaded.clone());
+        Ok(loaded)
+    }
+
+    fn compiled(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], LoadedModule>> {
+        // The map is only inserted into; a panic elsewhere cannot leave it inconsistent.
+        self.inner
+            .compiled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs one module until it exits or is ended, following `stop`. Only this module is
+    /// affected by whatever it does.
+    pub async fn run_module(&self, module: LoadedModule, stop: &StopHandle) -> ModuleOutcome {
+        let inner = &*self.inner;
+        let settings = &inner.settings;
+        let cx = ModuleContext {
+            engine: &inner.engine,
+            identities: &inner.identities,
+            metrics: &inner.metrics,
+            watch_cache: inner.watch_cache.as_ref(),
+            snapshots: &inner.snapshots,
+            env: &settings.env,
+            output: &settings.output,
+            completion_queue: settings.completion_queue,
+            limits: settings.limits,
+            entry_deadline: settings.entry_deadline,
+            entry_tick_budget: settings.entry_tick_budget(),
+        };
+        module::run_module(&cx, module, stop).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tick_budget_rounds_up() {
+        let settings = Settings::default();
+        assert_eq!(settings.entry_tick_budget(), 100);
+        let settings = Settings {
+            entry_deadline: Duration::from_millis(250),
+            epoch_tick: Duration::from_millis(100),
+            ..Settings::default()
+        };
+        assert_eq!(settings.entry_tick_budget(), 3);
+        let settings = Settings {
+            entry_deadline: Duration::ZERO,
+            ..Settings::default()
+        };
+        assert_eq!(settings.entry_tick_budget(), 1);
+    }
+}

@@ -1,0 +1,99 @@
+//! A compiled module ready to run: its name in the host, its options, and its
+//! pre-instantiation.
+
+use std::fmt;
+
+use wasmtime::{InstancePre, Linker};
+
+use super::outcome::ModuleError;
+use crate::runtime::abi::exports::check_imports;
+use crate::runtime::options::ModuleOptions;
+use crate::runtime::state::HostState;
+use crate::runtime::suspend::Suspendable;
+
+/// A compiled module with its name in the host and its options, ready to run (and to run
+/// again: the module is pre-instantiated once, see [`InstancePre`]). Cheap to clone.
+#[derive(Clone)]
+pub struct LoadedModule {
+    name: String,
+    module: wasmtime::Module,
+    /// The module with its imports resolved against the host's linker, or why that failed.
+    pre: Result<InstancePre<HostState>, ModuleError>,
+    /// Whether its instances can be suspended to disk.
+    suspendable: Suspendable,
+    options: ModuleOptions,
+}
+
+impl fmt::Debug for LoadedModule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedModule")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedModule {
+    /// `module` under `name`, its imports resolved against `linker` (or why they could not
+    /// be), with default options.
+    pub(crate) fn new(
+        name: &str,
+        module: wasmtime::Module,
+        linker: &Linker<HostState>,
+        suspendable: Suspendable,
+    ) -> Self {
+        let pre = check_imports(&module)
+            .map_err(ModuleError::from)
+            .and_then(|()| {
+                linker
+                    .instantiate_pre(&module)
+                    .map_err(|e| ModuleError::Instantiate(format!("{e:?}")))
+            });
+        Self {
+            name: name.to_owned(),
+            module,
+            pre,
+            suspendable,
+            options: ModuleOptions::default(),
+        }
+    }
+
+    /// The same compiled module under another `name` with other `options` (shares the
+    /// compiled code and the pre-instantiation).
+    pub fn named(&self, name: &str, options: ModuleOptions) -> Self {
+        Self {
+            name: name.to_owned(),
+            options,
+            ..self.clone()
+        }
+    }
+
+    /// This module with `options`.
+    pub fn with_options(self, options: ModuleOptions) -> Self {
+        Self { options, ..self }
+    }
+
+    /// Its options.
+    pub fn options(&self) -> &ModuleOptions {
+        &self.options
+    }
+
+    /// Whether `other` shares this module's compiled code.
+    pub fn shares_code_with(&self, other: &LoadedModule) -> bool {
+        wasmtime::Module::same(&self.module, &other.module)
+    }
+
+    /// The module's name in the host (the prefix of its output, `KUBE_WASM_MODULE`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether its instances can be suspended to disk, found when it was loaded.
+    pub fn suspendable(&self) -> &Suspendable {
+        &self.suspendable
+    }
+
+    /// The module with its imports resolved, or why it cannot be instantiated.
+    pub(super) fn pre(&self) -> Result<&InstancePre<HostState>, &ModuleError> {
+        self.pre.as_ref()
+    }
+}

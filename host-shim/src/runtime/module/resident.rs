@@ -1,0 +1,94 @@
+//! A resident module: its `Store` and instance, started from `_start` and fed completions.
+
+use kube_wasm_abi::names::{EXPORT_ABI_VERSION, EXPORT_START};
+use tokio::time::Instant;
+use wasmtime::{Instance, InstancePre, Store};
+
+use super::deliver::deliver;
+use super::entry::{arm_deadline, entry_failed, guest_failure, record_memory};
+use super::outcome::{ModuleError, ModuleOutcome};
+use super::shell::Shell;
+use crate::runtime::abi::exports::{GuestExports, check_version};
+use crate::runtime::ops::QueuedCompletion;
+use crate::runtime::state::HostState;
+
+/// A resident module: between `Store` creation and its end or suspension.
+pub(super) struct Running {
+    pub(super) store: Store<HostState>,
+    pub(super) instance: Option<Instance>,
+    pub(super) exports: Option<GuestExports>,
+}
+
+impl Running {
+    /// Instantiates the module, checks its ABI version and runs `_start`.
+    pub(super) async fn start(
+        &mut self,
+        pre: &InstancePre<HostState>,
+        shell: &mut Shell,
+    ) -> Result<(), ModuleOutcome> {
+        arm_deadline(&mut self.store);
+        let instance = match pre.instantiate_async(&mut self.store).await {
+            Ok(instance) => instance,
+            Err(err) => {
+                return Err(
+                    match guest_failure(&err, "start section", self.store.data().entry_deadline) {
+                        Some(outcome) => outcome,
+                        None => ModuleOutcome::Failed(ModuleError::Instantiate(format!("{err:?}"))),
+                    },
+                );
+            }
+        };
+        self.instance = Some(instance);
+        let exports = GuestExports::resolve(&mut self.store, &instance)
+            .map_err(|e| ModuleOutcome::Failed(e.into()))?;
+        self.exports = Some(exports.clone());
+
+        arm_deadline(&mut self.store);
+        let packed = exports
+            .abi_version
+            .call_async(&mut self.store, ())
+            .await
+            .map_err(|err| entry_failed(&self.store, err, EXPORT_ABI_VERSION))?;
+        check_version(packed as u32).map_err(|e| ModuleOutcome::Failed(e.into()))?;
+
+        tracing::debug!("calling `_start`");
+        arm_deadline(&mut self.store);
+        let started = exports
+            .start
+            .call_async(&mut self.store, ())
+            .await
+            .map_err(|err| entry_failed(&self.store, err, EXPORT_START));
+        record_memory(&self.store, &exports);
+        started?;
+        shell.last_entry = Instant::now();
+        Ok(())
+    }
+
+    /// Delivers one completion of a live op, and retires the op if it is its final one.
+    pub(super) async fn deliver(
+        &mut self,
+        delivery: QueuedCompletion,
+        shell: &mut Shell,
+    ) -> Result<(), ModuleOutcome> {
+        let Some(exports) = self.exports.clone() else {
+            return Ok(());
+        };
+        let state = self.store.data_mut();
+        if delivery.is_final
+            && let Some((kind, took)) = state.ops.retire(delivery.op)
+        {
+            state
+                .ctx
+                .metrics
+                .observe_op(&shell.name, kind.label(), took);
+        }
+        let delivered = deliver(&mut self.store, &exports, delivery.op, &delivery.frame).await;
+        shell.last_entry = Instant::now();
+        delivered
+    }
+
+    /// Aborts every live op and logs what was cancelled.
+    pub(super) fn finish(&mut self, shell: &Shell) {
+        shell.cancel_ops(&mut self.store.data_mut().ops);
+    }
+}

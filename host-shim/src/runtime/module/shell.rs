@@ -1,0 +1,109 @@
+//! What a module keeps whether it is resident or suspended: its completion queue, the host's
+//! stop phase, when it was last entered and when it is suspended; and the one wait of the
+//! module loop on them.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::outcome::{EndReason, ModuleOutcome};
+use crate::runtime::ops::{OpTable, QueuedCompletion};
+use crate::runtime::stop::Phase;
+use crate::runtime::suspend::{IdleThreshold, SnapshotLayout};
+
+/// The suspend state of a module that may be suspended.
+pub(super) struct Idle {
+    pub(super) layout: Arc<SnapshotLayout>,
+    pub(super) threshold: IdleThreshold,
+}
+
+/// What a module keeps whether it is resident or suspended.
+pub(super) struct Shell {
+    pub(super) completions: mpsc::Receiver<QueuedCompletion>,
+    pub(super) phase: watch::Receiver<Phase>,
+    /// Whether the stop handle still exists (a dropped one means no stop will ever come).
+    pub(super) phase_open: bool,
+    pub(super) warned_idle: bool,
+    pub(super) name: Arc<str>,
+    /// `None`: never suspended.
+    pub(super) idle: Option<Idle>,
+    /// When the guest was last entered.
+    pub(super) last_entry: Instant,
+}
+
+/// What woke the module loop.
+pub(super) enum Wake {
+    /// The stop phase changed, or nothing that needs handling happened: look again.
+    Look,
+    /// A completion arrived (perhaps of an op that is no longer live).
+    Completion(QueuedCompletion),
+    /// The module has been idle for its threshold: suspend it.
+    Idle,
+}
+
+impl Shell {
+    /// How the host's stop phase ends this module now, if it does.
+    pub(super) fn ended_by_phase(&mut self, asked_for_stop: bool) -> Option<ModuleOutcome> {
+        match *self.phase.borrow_and_update() {
+            Phase::Kill => Some(ModuleOutcome::Ended(EndReason::StopTimeout)),
+            Phase::Stopping if !asked_for_stop => {
+                Some(ModuleOutcome::Ended(EndReason::NeverAskedForStop))
+            }
+            Phase::Running | Phase::Stopping => None,
+        }
+    }
+
+    /// Warns, once, that a module of a running host has no pending op.
+    pub(super) fn warn_if_stuck(&mut self, ops: &OpTable) {
+        if *self.phase.borrow() == Phase::Running && ops.is_empty() && !self.warned_idle {
+            self.warned_idle = true;
+            tracing::warn!(
+                "module `{}` is idle with no pending operation and did not exit: nothing can wake it \
+                 any more, so it waits for the host to stop",
+                self.name
+            );
+        }
+    }
+
+    /// When a resident module is suspended if nothing wakes it first: after its idle
+    /// threshold since its last entry. Only a running host suspends modules; `None` also
+    /// when the instant overflows.
+    pub(super) fn idle_at(&self) -> Option<Instant> {
+        match (&self.idle, *self.phase.borrow()) {
+            (Some(idle), Phase::Running) => self.last_entry.checked_add(idle.threshold.current()),
+            _ => None,
+        }
+    }
+
+    /// Waits for a change of the stop phase, then a completion, then (at `idle_at`, if
+    /// any) the idle threshold, in that order of priority.
+    pub(super) async fn wait(&mut self, idle_at: Option<Instant>) -> Wake {
+        tokio::select! {
+            biased;
+            changed = self.phase.changed(), if self.phase_open => {
+                // A dropped stop handle means no stop will ever come.
+                self.phase_open = changed.is_ok();
+                Wake::Look
+            }
+            delivery = self.completions.recv() => match delivery {
+                Some(delivery) => Wake::Completion(delivery),
+                // The host state holds a sender, so the channel cannot close.
+                None => Wake::Look,
+            },
+            // Biased: reached only when no completion is waiting.
+            () = tokio::time::sleep_until(idle_at.unwrap_or_else(Instant::now)), if idle_at.is_some() => {
+                Wake::Idle
+            }
+        }
+    }
+
+    /// Aborts every live op in `ops` and logs what was cancelled: their requests and
+    /// watches are dropped, which closes them upstream.
+    pub(super) fn cancel_ops(&self, ops: &mut OpTable) {
+        let counts = ops.cancel_all();
+        if counts.total() > 0 {
+            tracing::info!("cancelled {counts} of module `{}`", self.name);
+        }
+    }
+}

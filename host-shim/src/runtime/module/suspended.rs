@@ -1,0 +1,234 @@
+//! A suspended module (see [`crate::runtime::suspend`]): entering that state (the snapshot is written
+//! and the `Store` dropped) and leaving it (the instance re-created from the snapshot).
+
+use std::panic::AssertUnwindSafe;
+
+use tokio::time::Instant;
+use wasmtime::InstancePre;
+
+use super::context::ModuleContext;
+use super::entry::{new_store, record_memory};
+use super::outcome::{ModuleError, ModuleOutcome};
+use super::resident::Running;
+use super::shell::Shell;
+use crate::runtime::abi::exports::GuestExports;
+use crate::runtime::state::HostState;
+use crate::runtime::suspend::{self, Snapshot};
+
+/// A suspended module: its host state and its snapshot, no `Store`.
+pub(super) struct Suspended {
+    state: HostState,
+    snapshot: Snapshot,
+    since: Instant,
+}
+
+/// What became of a suspend attempt.
+pub(super) enum Suspend {
+    /// The module is suspended.
+    Done(Box<Suspended>),
+    /// The snapshot could not be written: the module stays resident.
+    Resident(Box<Running>),
+    /// The host lost the module (a panic in the blocking task); its ops are released by the
+    /// completion queue closing.
+    Lost(ModuleOutcome),
+}
+
+/// Snapshots the module and drops its `Store` (see [`crate::runtime::suspend`]). The snapshot is
+/// written on a blocking thread.
+pub(super) async fn suspend(
+    running: Box<Running>,
+    cx: &ModuleContext<'_>,
+    shell: &mut Shell,
+) -> Suspend {
+    let Some(instance) = running.instance else {
+        // Not instantiated: nothing to snapshot, and no reason to try again.
+        shell.idle = None;
+        return Suspend::Resident(running);
+    };
+    let Some(idle) = &mut shell.idle else {
+        return Suspend::Resident(running);
+    };
+    let name = shell.name.clone();
+    let metrics = running.store.data().ctx.metrics.clone();
+    let dir = match cx.snapshots.get() {
+        Ok(dir) => dir.to_owned(),
+        Err(why) => {
+            tracing::debug!("module `{name}` stays resident: {why}");
+            metrics.suspend_failed(&name);
+            idle.threshold.suspend_failed();
+            return Suspend::Resident(running);
+        }
+    };
+    let started = Instant::now();
+    let layout = idle.layout.clone();
+    let Running {
+        store,
+        instance: _,
+        exports,
+    } = *running;
+    let task_name = name.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        let mut store = store;
+        let captured = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            suspend::capture(&mut store, &instance, &layout, &dir, &task_name)
+        }))
+        .unwrap_or_else(|_| Err("the snapshot writer panicked".into()));
+        match captured {
+            // Dropping the store here releases the instance and its memory.
+            Ok(snapshot) => {
+                let state = store.into_data();
+                return_freed_heap();
+                Ok((state, snapshot))
+            }
+            Err(why) => Err((store, why)),
+        }
+    })
+    .await;
+    match written {
+        Ok(Ok((state, snapshot))) => {
+            let took = started.elapsed();
+            metrics.suspended(&name, took, snapshot.file_bytes());
+            tracing::debug!(
+                "module `{name}` suspended: {} bytes of memory in a snapshot of {} bytes, in {took:?}",
+                snapshot.memory_bytes(),
+                snapshot.file_bytes()
+            );
+            Suspend::Done(Box::new(Suspended {
+                state,
+                snapshot,
+                since: Instant::now(),
+            }))
+        }
+        Ok(Err((store, why))) => {
+            metrics.suspend_failed(&name);
+            let next = shell.idle.as_mut().map(|idle| {
+                idle.threshold.suspend_failed();
+                idle.threshold.current()
+            });
+            tracing::warn!(
+                "module `{name}` stays resident: its snapshot could not be written ({why}); \
+                 next attempt after {next:?} idle"
+            );
+            Suspend::Resident(Box::new(Running {
+                store,
+                instance: Some(instance),
+                exports,
+            }))
+        }
+        Err(join) => Suspend::Lost(ModuleOutcome::Failed(ModuleError::Internal(format!(
+            "the snapshot task failed: {join}"
+        )))),
+    }
+}
+
+/// Hands the free pages inside malloc's heap back to the kernel (glibc's `malloc_trim`,
+/// which also releases free space in the middle of the heap, not only at its top). Called on
+/// the blocking thread of a suspend, after the store is dropped: the instance's own
+/// allocations (its `VMContext`, tens of KiB) are freed then, but otherwise stay resident as
+/// free space between the host state of the modules that are still there.
+fn return_freed_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks and releases malloc's own free chunks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+impl Suspended {
+    /// The module's host state, kept while it is suspended.
+    pub(super) fn state(&self) -> &HostState {
+        &self.state
+    }
+
+    /// Re-creates the instance from the snapshot (see [`crate::runtime::suspend`]); the file is
+    /// removed.
+    ///
+    /// # Errors
+    /// How the module ends if it cannot be resumed; its ops are then aborted if its host
+    /// state survived.
+    pub(super) async fn resume(
+        self,
+        cx: &ModuleContext<'_>,
+        pre: &InstancePre<HostState>,
+        shell: &mut Shell,
+    ) -> Result<Box<Running>, ModuleOutcome> {
+        let started = Instant::now();
+        let Suspended {
+            state,
+            snapshot,
+            since,
+        } = self;
+        let name = shell.name.clone();
+        let metrics = state.ctx.metrics.clone();
+        let Some(layout) = shell.idle.as_ref().map(|idle| idle.layout.clone()) else {
+            return Err(ModuleOutcome::Failed(ModuleError::Internal(
+                "a suspended module has no snapshot layout".into(),
+            )));
+        };
+        let mut store = new_store(cx.engine, state);
+        let failed = |store: wasmtime::Store<HostState>, shell: &Shell, why: String| {
+            metrics.resumed(&name, None);
+            let mut failed = Running {
+                store,
+                instance: None,
+                exports: None,
+            };
+            failed.finish(shell);
+            Err(ModuleOutcome::Failed(ModuleError::Resume(why)))
+        };
+        store.data_mut().begin_entry();
+        store.set_epoch_deadline(1);
+        let instance = match pre.instantiate_async(&mut store).await {
+            Ok(instance) => instance,
+            Err(err) => return failed(store, shell, format!("instantiating again: {err:?}")),
+        };
+        let restored = tokio::task::spawn_blocking(move || {
+            let mut store = store;
+            let restored = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                suspend::restore(&mut store, &instance, &layout, &snapshot)
+            }))
+            .unwrap_or_else(|_| Err("the snapshot reader panicked".into()));
+            // Removes the file.
+            drop(snapshot);
+            (store, restored)
+        })
+        .await;
+        let mut store = match restored {
+            Ok((store, Ok(()))) => store,
+            Ok((store, Err(why))) => return failed(store, shell, why),
+            Err(join) => {
+                metrics.resumed(&name, None);
+                return Err(ModuleOutcome::Failed(ModuleError::Internal(format!(
+                    "the snapshot task failed: {join}"
+                ))));
+            }
+        };
+        let exports = match GuestExports::resolve(&mut store, &instance) {
+            Ok(exports) => exports,
+            Err(e) => return failed(store, shell, e.to_string()),
+        };
+        let took = started.elapsed();
+        let suspended_for = since.elapsed();
+        if let Some(idle) = &mut shell.idle {
+            idle.threshold.resumed_after(suspended_for);
+        }
+        metrics.resumed(&name, Some(took));
+        tracing::debug!(
+            "module `{name}` resumed after {suspended_for:?} suspended, in {took:?}; idle threshold now {:?}",
+            shell.idle.as_ref().map(|idle| idle.threshold.current())
+        );
+        record_memory(&store, &exports);
+        Ok(Box::new(Running {
+            store,
+            instance: Some(instance),
+            exports: Some(exports),
+        }))
+    }
+
+    /// Aborts every live op of the suspended module; its snapshot is removed when it is
+    /// dropped.
+    pub(super) fn finish(&mut self, shell: &Shell) {
+        self.state.ctx.metrics.resumed(&shell.name, None);
+        shell.cancel_ops(&mut self.state.ops);
+    }
+}

@@ -1,0 +1,249 @@
+//! The upstream side of a shared watch: one LIST, then one WATCH at a time from the store's
+//! resourceVersion (with bookmarks), as kube-apiserver's cacher (or client-go's reflector)
+//! does it:
+//! - a watch the server closes (its timeout) is resumed from the newest resourceVersion;
+//! - a watch that breaks off, or cannot be opened, is retried from there after a backoff;
+//! - a `410 Gone`/`Expired` (or any other `ERROR` event, or an event the cache cannot read)
+//!   means events were missed: the informer LISTs again, which replaces the store and ends the
+//!   watches served from the old one (their modules resume and get a `410` or the new events);
+//! - a LIST refused with a 4xx status ends the informer: the collection is not shared.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use kube::client::Body;
+use kube_core::params::{ListParams, VersionMatch};
+use kube_wasm_abi::{DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, LineFramer, OpError, WatchRequest};
+use tokio::time::Instant;
+
+use super::event::{ParsedList, WatchLine, parse_list, parse_watch_line};
+use super::{Phase, Shared, WatchCache};
+use crate::backoff::{Backoff, BackoffState};
+use crate::upstream::client::{self as upstream, Upstream};
+
+/// Retry delays of LISTs and WATCHes that failed.
+const RETRY: Backoff = Backoff {
+    initial: Duration::from_millis(200),
+    max: Duration::from_secs(10),
+    reset_after: Duration::from_secs(30),
+};
+
+/// Why a LIST did not give a store.
+enum ListFailure {
+    /// A 4xx answer (other than 410 and 429): the identity may not list this.
+    Refused(u16),
+    /// `410`: the exact resourceVersion asked for is compacted.
+    Expired,
+    /// Anything that may pass: no answer, 5xx, 429, a body that broke off or is unreadable.
+    Transient(OpError),
+}
+
+/// How a WATCH ended.
+enum WatchEnd {
+    /// The server closed it (its timeout): resume at once.
+    Closed,
+    /// Events were missed (410, another `ERROR`, an unreadable event): LIST again.
+    Relist(String),
+    /// It broke off or could not be opened: resume after a backoff.
+    Broken(OpError),
+}
+
+/// Runs the informer of `shared` until it is aborted (no subscriber for the linger time) or
+/// its LIST is refused.
+pub(crate) async fn run_informer(
+    shared: Arc<Shared>,
+    upstream: Upstream,
+    cache: WatchCache,
+    mut start_hint: Option<u64>,
+) {
+    let mut retry = BackoffState::new(RETRY);
+    loop {
+        let attempt = Instant::now();
+        let list = match list(&upstream, &shared, &cache, start_hint.take()).await {
+            Ok(list) => list,
+            Err(ListFailure::Expired) => continue,
+            Err(ListFailure::Refused(status)) => {
+                tracing::info!(key = %shared.key, status, "the API server refused the shared LIST; watches of it go upstream one by one");
+                cache.remove(&shared);
+                shared.update(|state| state.phase = Phase::Refused);
+                return;
+            }
+            Err(ListFailure::Transient(err)) => {
+                tracing::warn!(key = %shared.key, "shared LIST failed: {err}");
+                shared.update(|state| {
+                    if state.phase != Phase::Ready {
+                        state.phase = Phase::Unavailable(err);
+                    }
+                });
+                tokio::time::sleep(retry.delay_after(attempt.elapsed())).await;
+                continue;
+            }
+        };
+        tracing::debug!(key = %shared.key, rv = list.resource_version, items = list.items.len(), "shared LIST");
+        shared.update(|state| {
+            let released = state.store.history_bytes();
+            state.store.reset(list);
+            cache.release_history(released);
+            state.phase = Phase::Ready;
+            state.generation += 1;
+        });
+        loop {
+            let attempt = Instant::now();
+            match watch(&upstream, &shared, &cache).await {
+                WatchEnd::Closed => {}
+                WatchEnd::Relist(why) => {
+                    tracing::info!(key = %shared.key, "shared watch relists: {why}");
+                    break;
+                }
+                WatchEnd::Broken(err) => {
+                    tracing::warn!(key = %shared.key, "shared watch broke off: {err}");
+                    tokio::time::sleep(retry.delay_after(attempt.elapsed())).await;
+                }
+            }
+        }
+    }
+}
+
+async fn list(
+    upstream: &Upstream,
+    shared: &Shared,
+    cache: &WatchCache,
+    at: Option<u64>,
+) -> Result<ParsedList, ListFailure> {
+    let key = &shared.key;
+    let mut params = ListParams {
+        label_selector: key.label_selector.clone(),
+        field_selector: key.field_selector.clone(),
+        ..ListParams::default()
+    };
+    if let Some(rv) = at {
+        params = params.at(&rv.to_string()).matching(VersionMatch::Exact);
+    }
+    let builder = kube_core::Request::new(key.path.clone());
+    let request = if key.metadata_only {
+        builder.list_metadata(&params)
+    } else {
+        builder.list(&params)
+    }
+    .map_err(|e| ListFailure::Transient(OpError::new(ErrorCode::InvalidRequest, e.to_string())))?;
+    let limits = cache.limits();
+    let response = upstream
+        .send_within(request.map(Body::from), limits.request_timeout)
+        .await
+        .map_err(ListFailure::Transient)?;
+    let status = response.status().as_u16();
+    let body = upstream::collect_body(response.into_body(), limits.max_body_bytes)
+        .await
+        .map_err(|e| ListFailure::Transient(e.into()))?;
+    match status {
+        200..=299 => parse_list(body)
+            .map_err(|e| ListFailure::Transient(OpError::new(ErrorCode::Internal, e.to_string()))),
+        410 if at.is_some() => Err(ListFailure::Expired),
+        400..=499 if status != 410 && status != 429 => Err(ListFailure::Refused(status)),
+        _ => Err(ListFailure::Transient(OpError::new(
+            ErrorCode::Connect,
+            format!(
+                "the API server answered the shared LIST with {status}: {}",
+                String::from_utf8_lossy(&body)
+            ),
+        ))),
+    }
+}
+
+async fn watch(upstream: &Upstream, shared: &Shared, cache: &WatchCache) -> WatchEnd {
+    let key = &shared.key;
+    let from = shared.lock().store.resource_version();
+    let request = WatchRequest {
+        path: key.path.clone(),
+        label_selector: key.label_selector.clone(),
+        field_selector: key.field_selector.clone(),
+        timeout_seconds: Some(DEFAULT_WATCH_TIMEOUT_SECS),
+        bookmarks: true,
+        send_initial_events: false,
+        resource_version: from.to_string(),
+        metadata_only: key.metadata_only,
+    };
+    let response = match upstream::build_watch_request(&request) {
+        Ok(request) => upstream.send(request).await,
+        Err(err) => Err(err),
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(err) => return WatchEnd::Broken(err),
+    };
+    let status = response.status();
+    if status.as_u16() == 410 {
+        return WatchEnd::Relist("410 Gone".into());
+    }
+    if !status.is_success() {
+        let body = upstream::collect_body(response.into_body(), 64 * 1024)
+            .await
+            .unwrap_or_default();
+        return WatchEnd::Broken(OpError::new(
+            ErrorCode::Connect,
+            format!(
+                "the API server answered the shared WATCH with {status}: {}",
+                String::from_utf8_lossy(&body)
+            ),
+        ));
+    }
+    let _open = cache.metrics().watch_opened();
+    let mut body = response.into_body();
+    let mut framer = LineFramer::new(cache.limits().max_line_bytes);
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_trailers) => continue,
+            },
+            Err(err) => return WatchEnd::Broken(upstream::body_error(err)),
+        };
+        let lines = match framer.push(&data) {
+            Ok(lines) => lines,
+            Err(too_long) => return WatchEnd::Relist(too_long.to_string()),
+        };
+        for line in lines {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if let Some(end) = apply_line(shared, cache, Bytes::from(line)) {
+                return end;
+            }
+        }
+    }
+    WatchEnd::Closed
+}
+
+/// Applies one upstream event to the store; `Some` if the watch must end.
+fn apply_line(shared: &Shared, cache: &WatchCache, line: Bytes) -> Option<WatchEnd> {
+    match parse_watch_line(line) {
+        Err(bad) => Some(WatchEnd::Relist(bad.to_string())),
+        Ok(WatchLine::Error { code, message }) => {
+            Some(WatchEnd::Relist(format!("ERROR event {code}: {message}")))
+        }
+        Ok(WatchLine::Bookmark(rv)) => {
+            shared.update(|state| state.store.bookmark(rv));
+            None
+        }
+        Ok(WatchLine::Change {
+            kind,
+            object,
+            type_meta,
+            line,
+        }) => {
+            shared.update(|state| {
+                let before = state.store.history_bytes();
+                state.store.apply(kind, object, type_meta, line);
+                let after = state.store.history_bytes();
+                if after >= before {
+                    cache.account_history(&mut state.store, after - before);
+                } else {
+                    cache.release_history(before - after);
+                }
+            });
+            None
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! What makes two watches (or a list and a watch) the same upstream watch, and where a watch
+//! starts.
+
+use kube_wasm_abi::WatchRequest;
+
+use crate::upstream::identity::ServiceAccount;
+use crate::upstream::request_info::RequestInfo;
+
+/// The identity of one shared upstream LIST+WATCH: who asks (a ServiceAccount the host
+/// impersonates sees only what RBAC lets it see, so identities never share), which
+/// collection, with which selectors, as full objects or as `PartialObjectMetadata`.
+///
+/// Empty selectors are the same as none (the API server treats them so).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WatchKey {
+    /// The ServiceAccount the module acts as; `None`: the host's own identity.
+    pub identity: Option<ServiceAccount>,
+    /// The collection path, e.g. `/api/v1/namespaces/ns/configmaps`.
+    pub path: String,
+    /// `labelSelector`, if any.
+    pub label_selector: Option<String>,
+    /// `fieldSelector`, if any.
+    pub field_selector: Option<String>,
+    /// Whether objects are `PartialObjectMetadata` (kube's `watch_metadata`/`list_metadata`).
+    pub metadata_only: bool,
+}
+
+impl WatchKey {
+    /// The key of `path` with these selectors (empty selectors become `None`).
+    pub fn new(
+        identity: Option<ServiceAccount>,
+        path: &str,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+        metadata_only: bool,
+    ) -> Self {
+        let non_empty = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(str::to_owned);
+        Self {
+            identity,
+            path: path.to_owned(),
+            label_selector: non_empty(label_selector),
+            field_selector: non_empty(field_selector),
+            metadata_only,
+        }
+    }
+
+    /// The key of a module's `watch` request of the collection at `path` (the path its
+    /// permission check judged, not the request's own spelling).
+    pub fn of_watch(identity: Option<ServiceAccount>, path: &str, request: &WatchRequest) -> Self {
+        Self::new(
+            identity,
+            path,
+            request.label_selector.as_deref(),
+            request.field_selector.as_deref(),
+            request.metadata_only,
+        )
+    }
+}
+
+impl std::fmt::Display for WatchKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.path)?;
+        if let Some(labels) = &self.label_selector {
+            write!(f, " labels={labels}")?;
+        }
+        if let Some(fields) = &self.field_selector {
+            write!(f, " fields={fields}")?;
+        }
+        if self.metadata_only {
+            f.write_str(" (metadata)")?;
+        }
+        if let Some(account) = &self.identity {
+            write!(f, " as {account}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The key of a list request that kube-apiserver's cacher serves from its watch cache, and
+/// so can be served from a shared watch: a `GET` of a collection with `resourceVersion=0`
+/// (optionally `resourceVersionMatch=NotOlderThan`; `limit` and `timeoutSeconds` are ignored
+/// there, as the cacher ignores them), no `continue`, no `watch`, no other parameter, and an
+/// `Accept` of plain JSON or of `PartialObjectMetadataList`. `None` for anything else.
+///
+/// `info` is the request's classification and `uri` the URI it was judged on
+/// ([`crate::runtime::state::Access::authorize`]), so the key's path is the collection the module was
+/// allowed to list.
+pub fn list_key(
+    identity: Option<ServiceAccount>,
+    method: &http::Method,
+    info: &RequestInfo,
+    uri: &str,
+    headers: &[(String, String)],
+) -> Option<WatchKey> {
+    if method != http::Method::GET {
+        return None;
+    }
+    let RequestInfo::Resource(info) = info else {
+        return None;
+    };
+    if info.verb != "list" || !info.subresource.is_empty() {
+        return None;
+    }
+    let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+    let (mut labels, mut fields, mut rv) = (None, None, None);
+    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+        match &*name {
+            "labelSelector" => labels = Some(value.into_owned()),
+            "fieldSelector" => fields = Some(value.into_owned()),
+            "resourceVersion" => rv = Some(value.into_owned()),
+            "resourceVersionMatch" if value == "NotOlderThan" => {}
+            "limit" | "timeoutSeconds" => {}
+            _ => return None,
+        }
+    }
+    if rv.as_deref() != Some("0") {
+        return None;
+    }
+    let mut metadata_only = false;
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("accept") {
+            if value.contains("as=PartialObjectMetadataList") {
+                metadata_only = true;
+            } else if value.contains("as=") || !value.contains("json") {
+                return None;
+            }
+        }
+    }
+    Some(WatchKey::new(
+        identity,
+        path,
+        labels.as_deref(),
+        fields.as_deref(),
+        metadata_only,
+    ))
+}
+
+/// Where a watch starts, in the API server's terms (its `resourceVersion` parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartAt {
+    /// `""` or `"0"`: the current state as synthetic `ADDED` events, then changes. Both are
+    /// served from the watch cache by kube-apiserver, and so here.
+    Now,
+    /// A resourceVersion: every change after it, or `410 Gone` if the cache no longer holds
+    /// them all.
+    After(u64),
+}
+
+impl StartAt {
+    /// Reads a `resourceVersion` parameter. `None` for one that is not a number: the API
+    /// server answers those itself (a 400 or 410), so such a watch is not served from the cache.
+    pub fn parse(resource_version: &str) -> Option<Self> {
+        match resource_version {
+            "" | "0" => Some(Self::Now),
+            rv => rv.parse().ok().map(Self::After),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_selectors_are_none() {
+        let a = WatchKey::new(None, "/api/v1/pods", Some(""), None, false);
+        let b = WatchKey::new(None, "/api/v1/pods", None, Some(""), false);
+        assert_eq!(a, b);
+        assert_ne!(
+            a,
+            WatchKey::new(None, "/api/v1/pods", Some("a=b"), None, false)
+        );
+        assert_ne!(a, WatchKey::new(None, "/api/v1/pods", None, None, true));
+        let account = ServiceAccount {
+            namespace: "n".into(),
+            name: "s".into(),
+        };
+        assert_ne!(
+            a,
+            WatchKey::new(Some(account), "/api/v1/pods", None, None, false)
+        );
+    }
+
+    fn list_as(method: http::Method, uri: &str, accept: Option<&str>) -> Option<WatchKey> {
+        let headers: Vec<(String, String)> = accept
+            .map(|a| vec![("Accept".to_owned(), a.to_owned())])
+            .unwrap_or_default();
+        let parsed = crate::upstream::request_uri::RequestUri::parse(uri).expect("a certain URI");
+        let info = RequestInfo::of(&method, &parsed).expect("classified");
+        list_key(None, &method, &info, &parsed.normalized(), &headers)
+    }
+
+    fn list(uri: &str, accept: Option<&str>) -> Option<WatchKey> {
+        list_as(http::Method::GET, uri, accept)
+    }
+
+    #[test]
+    fn lists_the_cacher_serves() {
+        let key = list(
+            "/api%2Fv1/namespaces/n/configmaps?&labelSelector=app%3Dx&resourceVersion=0&limit=500",
+            None,
+        )
+        .expect("served from the cache");
+        assert_eq!(
+            key,
+            WatchKey::new(
+                None,
+                "/api/v1/namespaces/n/configmaps",
+                Some("app=x"),
+                None,
+                false
+            )
+        );
+        let meta = list(
+            "/apis/apps/v1/deployments?resourceVersion=0&resourceVersionMatch=NotOlderThan",
+            Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
+        )
+        .expect("served from the cache");
+        assert!(meta.metadata_only);
+        for (uri, accept) in [
+            ("/api/v1/namespaces/n/configmaps", None),
+            ("/api/v1/namespaces/n/configmaps?resourceVersion=", None),
+            ("/api/v1/namespaces/n/configmaps?resourceVersion=12", None),
+            (
+                "/api/v1/namespaces/n/configmaps?resourceVersion=0&continue=abc",
+                None,
+            ),
+            (
+                "/api/v1/namespaces/n/configmaps?resourceVersion=0&resourceVersionMatch=Exact",
+                None,
+            ),
+            (
+                "/api/v1/namespaces/n/configmaps?resourceVersion=0&watch=true",
+                None,
+            ),
+            (
+                "/api/v1/namespaces/n/configmaps?resourceVersion=0&pretty=true",
+                None,
+            ),
+            ("/api/v1/namespaces/n/configmaps/a?resourceVersion=0", None),
+            ("/api/v1/namespaces/n/pods/p/log?resourceVersion=0", None),
+            ("/api?resourceVersion=0", None),
+            (
+                "/api/v1/namespaces/n/configmaps?resourceVersion=0",
+                Some("application/json;as=Table;v=v1;g=meta.k8s.io"),
+            ),
+            (
+                "/api/v1/namespaces/n/configmaps?resourceVersion=0",
+                Some("application/yaml"),
+            ),
+        ] {
+            assert_eq!(list(uri, accept), None, "{uri} {accept:?}");
+        }
+        assert_eq!(
+            list_as(
+                http::Method::DELETE,
+                "/api/v1/namespaces/n/configmaps?resourceVersion=0",
+                None
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn start_points() {
+        assert_eq!(StartAt::parse(""), Some(StartAt::Now));
+        assert_eq!(StartAt::parse("0"), Some(StartAt::Now));
+        assert_eq!(StartAt::parse("123"), Some(StartAt::After(123)));
+        assert_eq!(StartAt::parse("abc"), None);
+        assert_eq!(StartAt::parse("-1"), None);
+    }
+}

@@ -1,0 +1,323 @@
+//! Shared watches: modules that watch the same collection with the same selectors, as the
+//! same identity, share one upstream LIST+WATCH (an [`informer`]) and are served from its
+//! [`store`], with kube-apiserver's watch-cache semantics for resourceVersions (see
+//! [`store`]): a module that resumes from an older resourceVersion still gets every event it
+//! missed, or a `410 Expired` exactly as the API server would send it.
+//!
+//! What is served from the cache, as kube-apiserver's cacher serves it:
+//! - every `watch` op whose resourceVersion is `""`, `"0"` or a number and which does not ask
+//!   for `sendInitialEvents` (`serve::watch`);
+//! - every list (`GET` of a collection) with `resourceVersion=0` (`serve::list`), `limit`
+//!   ignored as the cacher ignores it there.
+//!
+//! Everything else goes upstream as before: consistent lists (`resourceVersion` unset, which
+//! the API server reads from etcd), `Exact` and paginated lists, single objects, writes.
+//! A collection the host's identity may not list (the informer's LIST is refused with a 4xx)
+//! is not shared: its watches go upstream one by one.
+//!
+//! An informer lives while a module is subscribed to it and for [`CacheSettings::linger`]
+//! after the last one left (so a module's relist or restart does not cost a new LIST), then
+//! it closes its upstream watch. Each history is bounded by [`CacheSettings::history_events`]
+//! and all of them together by [`CacheSettings::history_bytes`].
+
+pub mod event;
+pub mod informer;
+pub mod key;
+pub mod store;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use kube_wasm_abi::OpError;
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::metrics::{CacheTotals, Metrics};
+use crate::upstream::client::Upstream;
+use crate::upstream::identity::ServiceAccount;
+use crate::upstream::limits::OpLimits;
+pub use key::{StartAt, WatchKey};
+use store::Store;
+
+/// How the shared-watch cache is sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSettings {
+    /// Most events one shared watch keeps for resuming watches (kube-apiserver's
+    /// `--default-watch-cache-size` is 100; more history means fewer `410`s).
+    pub history_events: usize,
+    /// Most bytes of event history all shared watches keep together; past it the oldest
+    /// events of the watch that grows are dropped.
+    pub history_bytes: usize,
+    /// How long an informer without subscribers keeps its upstream watch.
+    pub linger: Duration,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        Self {
+            history_events: 1024,
+            history_bytes: 64 * 1024 * 1024,
+            linger: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Where an informer is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Its first LIST has not succeeded yet.
+    Starting,
+    /// Its first LIST failed with this error (it retries); subscribers fail with it too, as
+    /// their own request would have.
+    Unavailable(OpError),
+    /// The store holds a LIST's state and follows the upstream watch.
+    Ready,
+    /// The upstream refused the LIST (4xx): the collection is not shared.
+    Refused,
+}
+
+pub(crate) struct State {
+    pub(crate) store: Store,
+    pub(crate) phase: Phase,
+    /// Bumped at every LIST that replaces the store: watches served from an older
+    /// generation are ended, as kube-apiserver ends its watchers when its cache is rebuilt.
+    pub(crate) generation: u64,
+}
+
+/// One shared watch: its store and who is subscribed.
+pub(crate) struct Shared {
+    pub(crate) key: WatchKey,
+    state: Mutex<State>,
+    /// Bumped after every change of `state`, to wake subscribers.
+    changed: watch::Sender<u64>,
+    subscribers: AtomicUsize,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // Every critical section leaves `State` consistent; a panic cannot break it.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the state and wakes the subscribers.
+    pub(crate) fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let result = f(&mut self.lock());
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        result
+    }
+
+    pub(crate) fn watch_changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+struct Entry {
+    shared: Arc<Shared>,
+    informer: AbortHandle,
+}
+
+struct Inner {
+    settings: CacheSettings,
+    limits: OpLimits,
+    metrics: Metrics,
+    entries: Mutex<HashMap<WatchKey, Entry>>,
+    history_bytes: AtomicUsize,
+}
+
+/// The host's shared watches. Cheap to clone.
+#[derive(Clone)]
+pub struct WatchCache {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for WatchCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchCache")
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WatchCache {
+    /// An empty cache whose informers use `limits` for upstream bodies and report upstream
+    /// watches to `metrics`.
+    pub fn new(settings: CacheSettings, limits: OpLimits, metrics: Metrics) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                settings,
+                limits,
+                metrics,
+                entries: Mutex::new(HashMap::new()),
+                history_bytes: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<WatchKey, Entry>> {
+        // Entries are only inserted and removed whole.
+        self.inner
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Subscribes to the shared watch of `key`, starting its informer (through `upstream`)
+    /// if there is none. `start_hint`: the resourceVersion the first subscriber starts from;
+    /// a new informer LISTs exactly at it (when etcd still has it), so that subscriber's
+    /// resume is served without a `410`.
+    pub(crate) fn subscribe(
+        &self,
+        key: &WatchKey,
+        upstream: &Upstream,
+        start_hint: Option<u64>,
+    ) -> Subscription {
+        let mut entries = self.entries();
+        let shared = match entries.get(key) {
+            Some(entry) => entry.shared.clone(),
+            None => {
+                let (changed, _) = watch::channel(0);
+                let shared = Arc::new(Shared {
+                    key: key.clone(),
+                    state: Mutex::new(State {
+                        store: Store::new(self.inner.settings.history_events),
+                        phase: Phase::Starting,
+                        generation: 0,
+                    }),
+                    changed,
+                    subscribers: AtomicUsize::new(0),
+                });
+                tracing::info!(key = %key, "sharing a new upstream watch");
+                let informer = tokio::spawn(informer::run_informer(
+                    shared.clone(),
+                    upstream.clone(),
+                    self.clone(),
+                    start_hint,
+                ))
+                .abort_handle();
+                entries.insert(
+                    key.clone(),
+                    Entry {
+                        shared: shared.clone(),
+                        informer,
+                    },
+                );
+                shared
+            }
+        };
+        shared.subscribers.fetch_add(1, Ordering::SeqCst);
+        Subscription {
+            cache: self.clone(),
+            shared,
+        }
+    }
+
+    /// Drops `shared`'s informer if it still has no subscriber and is still the entry of its
+    /// key.
+    fn retire_if_unused(&self, shared: &Arc<Shared>) {
+        let mut entries = self.entries();
+        let unused = entries.get(&shared.key).is_some_and(|entry| {
+            Arc::ptr_eq(&entry.shared, shared) && shared.subscribers.load(Ordering::SeqCst) == 0
+        });
+        if unused && let Some(entry) = entries.remove(&shared.key) {
+            entry.informer.abort();
+            let freed = entry.shared.lock().store.history_bytes();
+            self.inner.history_bytes.fetch_sub(freed, Ordering::SeqCst);
+            tracing::info!(key = %shared.key, "closing an unused shared watch");
+        }
+    }
+
+    /// Forgets `shared` at once (its informer ended for good, e.g. refused).
+    fn remove(&self, shared: &Arc<Shared>) {
+        let mut entries = self.entries();
+        if entries
+            .get(&shared.key)
+            .is_some_and(|entry| Arc::ptr_eq(&entry.shared, shared))
+        {
+            entries.remove(&shared.key);
+        }
+    }
+
+    /// Counts `bytes` more of history, then drops the oldest events of `store` while all
+    /// histories together exceed the budget.
+    pub(crate) fn account_history(&self, store: &mut Store, added: usize) {
+        let budget = self.inner.settings.history_bytes;
+        let mut total = self.inner.history_bytes.fetch_add(added, Ordering::SeqCst) + added;
+        while total > budget {
+            let freed = store.evict_oldest();
+            if freed == 0 {
+                break;
+            }
+            total = self.inner.history_bytes.fetch_sub(freed, Ordering::SeqCst) - freed;
+        }
+    }
+
+    /// Forgets `bytes` of history (a store was reset or events were evicted by count).
+    pub(crate) fn release_history(&self, bytes: usize) {
+        self.inner.history_bytes.fetch_sub(bytes, Ordering::SeqCst);
+    }
+
+    pub(crate) fn limits(&self) -> OpLimits {
+        self.inner.limits
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// Totals over every shared watch.
+    pub fn totals(&self) -> CacheTotals {
+        let entries = self.entries();
+        let mut totals = CacheTotals {
+            informers: entries.len(),
+            ..CacheTotals::default()
+        };
+        for entry in entries.values() {
+            totals.subscribers += entry.shared.subscribers.load(Ordering::SeqCst);
+            let size = entry.shared.lock().store.size();
+            totals.objects += size.objects;
+            totals.events += size.events;
+            totals.bytes += size.bytes;
+        }
+        totals
+    }
+}
+
+/// What a module's ops need of the shared watches: the host's cache and the identity the
+/// module acts as (part of every [`WatchKey`]).
+#[derive(Debug, Clone)]
+pub struct ModuleWatches {
+    /// The host's cache.
+    pub cache: WatchCache,
+    /// The ServiceAccount the module acts as; `None`: the host's own identity.
+    pub identity: Option<ServiceAccount>,
+}
+
+/// A module's use of a shared watch; dropping it (the op finished, was cancelled, or the
+/// module ended) unsubscribes, and the informer closes after the linger time if nobody else
+/// is subscribed.
+pub(crate) struct Subscription {
+    cache: WatchCache,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if self.shared.subscribers.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return;
+        }
+        let cache = self.cache.clone();
+        let shared = self.shared.clone();
+        let linger = cache.inner.settings.linger;
+        // Dropped inside op tasks, which run on the host's runtime.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                tokio::time::sleep(linger).await;
+                cache.retire_if_unused(&shared);
+            });
+        } else {
+            cache.retire_if_unused(&shared);
+        }
+    }
+}
