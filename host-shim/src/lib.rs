@@ -8,7 +8,7 @@
 //!   [`cache`](runtime::cache) of precompiled modules); a [`Host`] links the ABI imports
 //!   ([`abi`](runtime::abi), one file per op family) and WASI; each
 //!   [`module`](runtime::module) runs as one tokio task owning its wasmtime `Store`, whose data
-//!   is a [`HostState`](runtime::state::HostState) with its [`ops`](runtime::ops); an idle module
+//!   is a `HostState` with its op table; an idle module
 //!   is [`suspend`](runtime::suspend)ed to disk until its next completion; the [`Supervisor`]
 //!   runs them all and restarts each as its [`RestartPolicy`] says. A module is isolated by its
 //!   memory cap, a per-entry epoch deadline and its op limits; whatever ends it releases all

@@ -1,6 +1,6 @@
 //! The runtime core, embeddable as a library: an [`engine`] compiles modules, a [`Host`]
-//! links the ABI imports ([`abi`]) and WASI ([`wasi`]), each [`module`] runs as one tokio task
-//! owning its wasmtime `Store` (whose data is a [`state::HostState`] with its [`ops`]), idle
+//! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
+//! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
 //! modules are [`suspend`]ed to disk, and the [`supervisor`] runs them all, restarting each
 //! as its [`restart`] policy says, with [`backoff`](crate::backoff).
 //!
@@ -10,14 +10,14 @@ pub mod abi;
 pub mod cache;
 pub mod engine;
 pub mod host;
-pub mod memory_cap;
+pub(crate) mod memory_cap;
 pub mod module;
-pub mod ops;
+pub(crate) mod ops;
 pub mod options;
 pub mod output;
 pub mod restart;
-pub mod state;
+pub(crate) mod state;
 pub mod stop;
 pub mod supervisor;
 pub mod suspend;
-pub mod wasi;
+pub(crate) mod wasi;

@@ -137,7 +137,7 @@ pub fn is_host_only_header(name: &HeaderName) -> bool {
 /// Turns an `http_request` envelope and its body into a request relative to the API server
 /// root. Drops every [host-only header](is_host_only_header): a guest cannot choose its
 /// credentials or identity. The URI is as the guest wrote it; the permission check
-/// ([`crate::runtime::state::Access::authorize`]) normalises it.
+/// (`Access::authorize`) normalises it.
 ///
 /// # Errors
 /// `invalid_request` for a bad method, a URI that is not a path (with optional query)

@@ -10,7 +10,7 @@
 //! - A request the module's [permissions](crate::upstream::permissions) refuse, or that the host cannot
 //!   classify as the API server would: one final `response` of status 403 (a `Forbidden`
 //!   `Status`), and nothing is sent upstream. An allowed request goes upstream with the URI
-//!   the check judged ([`crate::runtime::state::Access::authorize`]).
+//!   the check judged (`Access::authorize`).
 //!
 //! - On a host that shares watches ([`crate::upstream::watch_cache`]), a `resourceVersion=0` list of a
 //!   collection is answered from the shared watch of that collection (a final `response`).

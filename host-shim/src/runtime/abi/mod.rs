@@ -2,23 +2,23 @@
 //! file per op family, plus guest memory access and the guest's exports.
 //!
 //! Every import is synchronous and quick: it copies its argument out of guest memory, decodes
-//! it, registers an op in the module's [`OpTable`](crate::runtime::ops::OpTable), spawns a tokio task
+//! it, registers an op in the module's op table, spawns a tokio task
 //! doing the work and returns the op id (one way for all: `op.rs`; the completions that answer
-//! a request: [`respond`]). It never calls into the guest. A malformed argument
+//! a request: `respond.rs`). It never calls into the guest. A malformed argument
 //! is a [`BadAbiCall`]: the import returns it as an error, which traps the guest, and the
 //! module loop ends the module with that error.
 
-pub mod cancel;
+pub(crate) mod cancel;
 pub mod exports;
-pub mod http;
+pub(crate) mod http;
 pub mod memory;
 mod op;
-pub mod respond;
-pub mod shared_watch;
-pub mod signal;
-pub mod stream;
-pub mod timer;
-pub mod watch;
+pub(crate) mod respond;
+pub(crate) mod shared_watch;
+pub(crate) mod signal;
+pub(crate) mod stream;
+pub(crate) mod timer;
+pub(crate) mod watch;
 
 use wasmtime::Linker;
 

@@ -9,7 +9,7 @@
 //! A watch the module's [permissions](crate::upstream::permissions) refuse, or whose path the host cannot
 //! classify as the API server would, is one final `response` of status 403 (a `Forbidden`
 //! `Status`); nothing is sent upstream. An allowed watch goes upstream, or to the shared watch,
-//! with the path the check judged ([`crate::runtime::state::Access::authorize`]).
+//! with the path the check judged (`Access::authorize`).
 //!
 //! On a host that shares watches ([`crate::upstream::watch_cache`]), a watch from `""`, `"0"` or a
 //! numeric resourceVersion without `send_initial_events` is served from the shared watch of

@@ -5,7 +5,7 @@
 //!
 //! The module's task owns its `Store`, so the guest is entered by this task only, and never
 //! twice at once. Imports (see [`crate::runtime::abi`]) only register ops and spawn their work tasks;
-//! work tasks queue `(op, frame)` [`QueuedCompletion`]s into the module's channel. The loop takes them
+//! work tasks queue `(op, frame)` `QueuedCompletion`s into the module's channel. The loop takes them
 //! one at a time, skips those of ops that are no longer live (cancelled), retires an op on its
 //! final completion, and for each one calls `kube_wasm_alloc(len)`, copies the frame into the
 //! buffer and calls `kube_wasm_complete(op, ptr, len)`. Completions of one op are produced by
@@ -27,12 +27,12 @@
 //! # Suspended modules
 //!
 //! A module with a [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy) that has not been entered
-//! for its idle threshold, with no completion waiting, is suspended (see [`crate::runtime::suspend`]):
-//! the loop snapshots it and drops its `Store`, keeping the host state, then waits on the same
-//! queue and stop phase. A snapshot that cannot be written leaves it resident. A completion for a live op restores it and is delivered; a stop
-//! request ends it exactly as it ends a resident module.
+//! for its idle threshold, with no completion waiting, is suspended (see
+//! [`crate::runtime::suspend`]): the loop snapshots it and drops its `Store`, keeping the host state, then waits on the same
+//! queue and stop phase. A snapshot that cannot be written leaves it resident. A completion
+//! for a live op restores it and is delivered; a stop request ends it exactly as it ends a
+//! resident module.
 //!
-//! [`QueuedCompletion`]: crate::runtime::ops::QueuedCompletion
 //! [`Settings::entry_deadline`]: crate::Settings::entry_deadline
 
 mod context;

@@ -83,7 +83,7 @@ impl std::fmt::Display for WatchKey {
 /// `Accept` of plain JSON or of `PartialObjectMetadataList`. `None` for anything else.
 ///
 /// `info` is the request's classification and `uri` the URI it was judged on
-/// ([`crate::runtime::state::Access::authorize`]), so the key's path is the collection the module was
+/// (`Access::authorize`), so the key's path is the collection the module was
 /// allowed to list.
 pub fn list_key(
     identity: Option<ServiceAccount>,
