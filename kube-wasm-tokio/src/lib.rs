@@ -17,8 +17,10 @@
 //! on tokio's own paths rather than at run time; [`net`]'s common items (`TcpListener::bind`,
 //! `TcpStream::connect`) exist only to fail to compile with a message saying why.
 //! `sync`, `io` (traits and utilities), `select!`, `join!`, `try_join!` and `pin!` are real
-//! tokio's executor-agnostic parts, re-exported.
+//! tokio's executor-agnostic parts, re-exported; [`io::stdin`], [`io::stdout`] and
+//! [`io::stderr`] are the module's WASI stdio, read and written with blocking calls in place.
 
+pub mod io;
 pub mod net;
 pub mod runtime;
 pub mod signal;
@@ -31,12 +33,6 @@ pub use task::spawn;
 /// Synchronisation primitives: real tokio's `tokio::sync`, which work on any executor.
 pub mod sync {
     pub use tokio::sync::*;
-}
-
-/// Asynchronous I/O traits and in-memory utilities: real tokio's `tokio::io` (without the
-/// standard streams and file descriptors, which a guest does not have).
-pub mod io {
-    pub use tokio::io::*;
 }
 
 pub use tokio::{join, pin, select, try_join};
