@@ -19,9 +19,19 @@
 //! `sync`, `io` (traits and utilities), `select!`, `join!`, `try_join!` and `pin!` are real
 //! tokio's executor-agnostic parts, re-exported; [`io::stdin`], [`io::stdout`] and
 //! [`io::stderr`] are the module's WASI stdio, read and written with blocking calls in place.
+//!
+//! # Threads
+//!
+//! A guest has one thread. `std::thread::spawn` still compiles (std has it for every target)
+//! but panics at run time with `failed to spawn thread: … Unsupported …`; a compile-time check
+//! is not possible from this crate. `#[tokio::main]` and `#[tokio::test]` install a panic hook
+//! that, after the usual report of that panic, names what to use instead: [`spawn`] for
+//! concurrent async work, [`task::spawn_blocking`] (inline on the one thread, blocking every
+//! other task until it returns) for blocking work.
 
 pub mod io;
 pub mod net;
+mod panic_advice;
 pub mod runtime;
 pub mod signal;
 pub mod task;
@@ -39,6 +49,12 @@ pub use tokio::{join, pin, select, try_join};
 
 #[doc(hidden)]
 pub mod __private {
+    /// Installs the hook that follows a `std::thread::spawn` panic with what to use instead
+    /// (done by `#[tokio::main]` and `#[tokio::test]`).
+    pub fn install_panic_advice() {
+        crate::panic_advice::install();
+    }
+
     use std::future::Future;
     use std::process::{ExitCode, Termination};
 
@@ -50,6 +66,7 @@ pub mod __private {
         F: Future<Output = T> + 'static,
         T: Termination,
     {
+        crate::panic_advice::install();
         kube_wasm_guest::entry::run_main(async move {
             if body.await.report() == ExitCode::SUCCESS {
                 0
@@ -75,6 +92,7 @@ pub mod __private {
         T: 'static,
     {
         use std::task::{Context, Poll, Waker};
+        crate::panic_advice::install();
         let host = TestHost::install();
         let mut task = std::pin::pin!(kube_wasm_guest::spawn_local(body));
         loop {
