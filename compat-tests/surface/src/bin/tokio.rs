@@ -113,5 +113,10 @@ async fn main() -> anyhow::Result<()> {
     let mut buf = [0u8; 4];
     let _ = timeout(Duration::from_millis(5), server.read_exact(&mut buf)).await;
     let _ = tokio::runtime::Handle::current();
+    let mut stdout = tokio::io::stdout();
+    stdout.write_all(b"surface: tokio\n").await?;
+    stdout.flush().await?;
+    tokio::io::stderr().write_all(b"").await?;
+    let _: tokio::io::Stdin = tokio::io::stdin();
     Ok(())
 }
