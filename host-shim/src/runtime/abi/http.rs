@@ -24,7 +24,7 @@ use wasmtime::{Caller, Linker};
 
 use super::op::{read_frame, spawn_op};
 use super::op_to_wasm;
-use super::respond::{LinePolicy, send_denied, send_whole, stream_lines};
+use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole};
 use super::shared_watch::{self, Served};
 use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::runtime::state::HostState;
@@ -105,13 +105,13 @@ pub async fn send_request(
     if mode == ResponseMode::Whole || !status.is_success() {
         return send_whole(status.as_u16(), headers, body, limits, sink).await;
     }
-    sink.send(
-        &Completion::Head {
-            status: status.as_u16(),
-            headers,
-        },
-        b"",
+    send_head_and_lines(
+        status.as_u16(),
+        headers,
+        body,
+        limits,
+        sink,
+        LinePolicy::KeepBlank,
     )
-    .await?;
-    stream_lines(body, limits, sink, LinePolicy::KeepBlank).await
+    .await
 }

@@ -55,12 +55,30 @@ pub enum LinePolicy {
     WatchEvents,
 }
 
+/// Answers a 2xx response whose body is streamed: a `head` with `status` and `headers`
+/// (the request or watch is established), then the body as [`stream_lines`] sends it.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn send_head_and_lines(
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Body,
+    limits: OpLimits,
+    sink: &CompletionSink,
+    policy: LinePolicy,
+) -> Result<(), ModuleGone> {
+    sink.send(&Completion::Head { status, headers }, b"")
+        .await?;
+    stream_lines(body, limits, sink, policy).await
+}
+
 /// Streams `body` as one completion per line, then `end`; an `error` (`stream` or
 /// `too_large`) if the body breaks off or a line is too long.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
-pub async fn stream_lines(
+async fn stream_lines(
     mut body: Body,
     limits: OpLimits,
     sink: &CompletionSink,

@@ -24,7 +24,7 @@ use wasmtime::{Caller, Linker};
 
 use super::op::{read_frame, spawn_op};
 use super::op_to_wasm;
-use super::respond::{LinePolicy, send_denied, send_whole, stream_lines};
+use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole};
 use super::shared_watch::{self, Served};
 use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::runtime::state::{HostState, OpContext};
@@ -110,15 +110,9 @@ pub async fn run_watch(
     tracing::debug!(op = sink.op(), path = %request.path, "watch started");
     let _open = ctx.metrics.watch_opened();
     let headers = upstream::header_pairs(response.headers());
-    sink.send(
-        &Completion::Head {
-            status: status.as_u16(),
-            headers,
-        },
-        b"",
-    )
-    .await?;
-    stream_lines(
+    send_head_and_lines(
+        status.as_u16(),
+        headers,
         response.into_body(),
         ctx.limits,
         sink,
