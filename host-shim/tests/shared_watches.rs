@@ -67,17 +67,19 @@ fn watch_guest(request: &WatchRequest) -> Vec<u8> {
         .wasm()
 }
 
-fn shared_settings() -> (host_shim::Settings, Arc<Mutex<Vec<u8>>>) {
+/// Host settings that share watches, closing an informer `linger` after its last subscriber.
+fn shared_settings(linger: Duration) -> (host_shim::Settings, Arc<Mutex<Vec<u8>>>) {
     let (mut settings, buffer) = test_settings();
     settings.shared_watches = Some(CacheSettings {
-        linger: Duration::ZERO,
+        linger,
         ..CacheSettings::default()
     });
     (settings, buffer)
 }
 
+/// Runs `guests` on a host sharing watches whose informers close as soon as they are unused.
 async fn run_shared(upstream: Upstream, guests: &[(&str, Vec<u8>)]) -> common::Run {
-    run_guests_on(upstream, shared_settings(), guests).await
+    run_guests_on(upstream, shared_settings(Duration::ZERO), guests).await
 }
 
 /// The events a watch guest recorded, as `type name rv` (`head`, `end` as they are).
@@ -220,8 +222,11 @@ async fn watches_from_zero_get_the_state_and_zero_lists_are_served_from_the_cach
     ))
     .frame(&list_frame)
     .wasm();
-    let run = run_shared(
+    // The two modules start concurrently: the informer lingers, so that whichever subscribes
+    // second finds it even if the first was already served and gone.
+    let run = run_guests_on(
         upstream,
+        shared_settings(Duration::from_secs(30)),
         &[
             ("lister", list_guest),
             ("watcher", watch_guest(&watch_from("0", Some(1)))),
