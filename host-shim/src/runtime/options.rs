@@ -56,7 +56,7 @@ impl Default for ModuleOptions {
 pub struct ModuleSpec {
     /// Its name in the host: output prefix, `KUBE_WASM_MODULE`, argv\[0\].
     pub name: String,
-    /// The `.wasm` file (or a precompiled module's source, see [`crate::runtime::cache`]).
+    /// The `.wasm` file.
     pub wasm: PathBuf,
     /// What it runs with.
     pub options: ModuleOptions,
