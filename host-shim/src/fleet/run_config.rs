@@ -130,11 +130,6 @@ impl RunConfig {
             modules,
         }
     }
-
-    /// The spec of module `name`, if it is one of them.
-    pub fn module(&self, name: &str) -> Option<&ModuleSpec> {
-        self.modules.iter().find(|m| m.name == name)
-    }
 }
 
 #[cfg(test)]
@@ -143,6 +138,10 @@ mod tests {
     use crate::fleet::cli::{Cli, Command};
     use clap::Parser as _;
     use std::path::PathBuf;
+
+    fn module<'a>(config: &'a RunConfig, name: &str) -> Option<&'a ModuleSpec> {
+        config.modules.iter().find(|m| m.name == name)
+    }
 
     fn args(line: &[&str]) -> RunArgs {
         let mut argv = vec!["host-shim", "run"];
@@ -206,7 +205,7 @@ modules:
         );
         assert_eq!(config.settings.env, [("A".to_owned(), "1".to_owned())]);
         // A module's own setting beats the command line's default for every module.
-        let suspend = |name: &str| config.module(name).and_then(|m| m.options.suspend);
+        let suspend = |name: &str| module(&config, name).and_then(|m| m.options.suspend);
         assert_eq!(
             suspend("a"),
             Some(SuspendPolicy::after(Duration::from_secs(2)))
@@ -259,7 +258,7 @@ modules:
                 crate::fleet::manifest::DEFAULT_MEMORY_LIMIT.max(32 << 20)
             ))
         );
-        assert_eq!(config.module("b").and_then(|m| m.options.suspend), None);
+        assert_eq!(module(&config, "b").and_then(|m| m.options.suspend), None);
     }
 
     #[test]
