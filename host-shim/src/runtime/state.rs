@@ -53,12 +53,12 @@ impl Access {
     /// Judges `request` as the API server will: classifies its URI as kube-apiserver does
     /// ([`RequestUri`], [`RequestInfo`]), rewrites the URI to the form judged
     /// ([`RequestUri::normalized`]) so what was checked is what is sent, and checks the
-    /// module's permissions. Returns the classification (for the shared watch cache).
+    /// module's permissions. Returns the judgement (for the shared watch cache).
     ///
     /// # Errors
     /// [`Denied`] if the request cannot be classified with certainty (whatever the
     /// permissions), or the module's permissions do not allow it.
-    pub fn authorize<B>(&self, request: &mut http::Request<B>) -> Result<RequestInfo, Denied> {
+    pub fn authorize<B>(&self, request: &mut http::Request<B>) -> Result<Judged, Denied> {
         self.judge(request, Permissions::check)
     }
 
@@ -68,10 +68,7 @@ impl Access {
     ///
     /// # Errors
     /// As [`authorize`](Self::authorize).
-    pub fn authorize_websocket<B>(
-        &self,
-        request: &mut http::Request<B>,
-    ) -> Result<RequestInfo, Denied> {
+    pub fn authorize_websocket<B>(&self, request: &mut http::Request<B>) -> Result<Judged, Denied> {
         self.judge(request, Permissions::check_websocket)
     }
 
@@ -79,7 +76,7 @@ impl Access {
         &self,
         request: &mut http::Request<B>,
         check: fn(&Permissions, &str, &RequestInfo) -> Result<(), Denied>,
-    ) -> Result<RequestInfo, Denied> {
+    ) -> Result<Judged, Denied> {
         let method = request.method().clone();
         let sent = request.uri().to_string();
         let unclassifiable =
@@ -95,8 +92,18 @@ impl Access {
         if let Some(permissions) = &self.permissions {
             check(permissions, &self.module, &info)?;
         }
-        Ok(info)
+        Ok(Judged { info, uri })
     }
+}
+
+/// A request as [`Access::authorize`] judged it: read once, for the permission check and the
+/// shared watch cache alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// What it does, as kube-apiserver classifies it.
+    pub info: RequestInfo,
+    /// Its URI as the API server reads it (the request now carries its normal form).
+    pub uri: RequestUri,
 }
 
 /// The `T` of a module's `Store<T>`.

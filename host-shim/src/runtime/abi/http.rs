@@ -46,17 +46,18 @@ fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmti
     let mode = argument.header.response;
     let mut request = upstream::build_http_request(&argument.header, argument.body);
     let state = caller.data_mut();
-    let (denied, info) = match request.as_mut().map(|r| state.ctx.access.authorize(r)) {
+    let (denied, judged) = match request.as_mut().map(|r| state.ctx.access.authorize(r)) {
         Ok(Err(denied)) => (Some(denied), None),
-        Ok(Ok(info)) => (None, Some(info)),
+        Ok(Ok(judged)) => (None, Some(judged)),
         Err(_) => (None, None),
     };
-    let shared_list = match (&state.ctx.shared_watches, &request, &info) {
-        (Some(watches), Ok(r), Some(info)) if mode == ResponseMode::Whole => list_key(
+    let shared_list = match (&state.ctx.shared_watches, &request, &judged) {
+        (Some(watches), Ok(r), Some(judged)) if mode == ResponseMode::Whole => list_key(
             watches.identity.clone(),
             r.method(),
-            info,
-            &r.uri().to_string(),
+            &judged.info,
+            &judged.uri,
+            r.uri().path(),
             &argument.header.headers,
         )
         .map(|key| (watches.cache.clone(), key)),

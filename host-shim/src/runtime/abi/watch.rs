@@ -66,18 +66,18 @@ pub async fn run_watch(
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
     let mut http_request = upstream::build_watch_request(&request);
-    let info = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
+    let judged = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
         Ok(Err(denied)) => return send_denied(&denied, sink).await,
-        Ok(Ok(info)) => Some(info),
+        Ok(Ok(judged)) => Some(judged),
         Err(_) => None,
     };
     if let Some(watches) = &ctx.shared_watches
-        && let Ok(judged) = &http_request
-        && info.as_ref().is_some_and(is_collection_watch)
+        && let Ok(sent) = &http_request
+        && judged.is_some_and(|judged| is_collection_watch(&judged.info))
         && !request.send_initial_events
         && let Some(start) = StartAt::parse(&request.resource_version)
     {
-        let key = WatchKey::of_watch(watches.identity.clone(), judged.uri().path(), &request);
+        let key = WatchKey::of_watch(watches.identity.clone(), sent.uri().path(), &request);
         let hint = match start {
             StartAt::After(rv) => Some(rv),
             StartAt::Now => None,

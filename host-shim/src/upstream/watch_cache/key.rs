@@ -5,6 +5,7 @@ use kube_wasm_abi::WatchRequest;
 
 use crate::upstream::identity::ServiceAccount;
 use crate::upstream::request_info::RequestInfo;
+use crate::upstream::request_uri::RequestUri;
 
 /// The identity of one shared upstream LIST+WATCH: who asks (a ServiceAccount the host
 /// impersonates sees only what RBAC lets it see, so identities never share), which
@@ -82,14 +83,15 @@ impl std::fmt::Display for WatchKey {
 /// there, as the cacher ignores them), no `continue`, no `watch`, no other parameter, and an
 /// `Accept` of plain JSON or of `PartialObjectMetadataList`. `None` for anything else.
 ///
-/// `info` is the request's classification and `uri` the URI it was judged on
-/// (`Access::authorize`), so the key's path is the collection the module was
+/// `info` and `uri` are the request as its permission check read it (`Access::authorize`),
+/// and `path` the path it is sent with, so the key's collection is the one the module was
 /// allowed to list.
 pub fn list_key(
     identity: Option<ServiceAccount>,
     method: &http::Method,
     info: &RequestInfo,
-    uri: &str,
+    uri: &RequestUri,
+    path: &str,
     headers: &[(String, String)],
 ) -> Option<WatchKey> {
     if method != http::Method::GET {
@@ -101,19 +103,18 @@ pub fn list_key(
     if info.verb != "list" || !info.subresource.is_empty() {
         return None;
     }
-    let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
     let (mut labels, mut fields, mut rv) = (None, None, None);
-    for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-        match &*name {
-            "labelSelector" => labels = Some(value.into_owned()),
-            "fieldSelector" => fields = Some(value.into_owned()),
-            "resourceVersion" => rv = Some(value.into_owned()),
+    for (name, value) in uri.query() {
+        match name.as_str() {
+            "labelSelector" => labels = Some(value.as_str()),
+            "fieldSelector" => fields = Some(value.as_str()),
+            "resourceVersion" => rv = Some(value.as_str()),
             "resourceVersionMatch" if value == "NotOlderThan" => {}
             "limit" | "timeoutSeconds" => {}
             _ => return None,
         }
     }
-    if rv.as_deref() != Some("0") {
+    if rv != Some("0") {
         return None;
     }
     let mut metadata_only = false;
@@ -126,13 +127,7 @@ pub fn list_key(
             }
         }
     }
-    Some(WatchKey::new(
-        identity,
-        path,
-        labels.as_deref(),
-        fields.as_deref(),
-        metadata_only,
-    ))
+    Some(WatchKey::new(identity, path, labels, fields, metadata_only))
 }
 
 /// Where a watch starts, in the API server's terms (its `resourceVersion` parameter).
@@ -185,9 +180,11 @@ mod tests {
         let headers: Vec<(String, String)> = accept
             .map(|a| vec![("Accept".to_owned(), a.to_owned())])
             .unwrap_or_default();
-        let parsed = crate::upstream::request_uri::RequestUri::parse(uri).expect("a certain URI");
+        let parsed = RequestUri::parse(uri).expect("a certain URI");
         let info = RequestInfo::of(&method, &parsed).expect("classified");
-        list_key(None, &method, &info, &parsed.normalized(), &headers)
+        let sent = parsed.normalized();
+        let path = sent.split_once('?').map_or(sent.as_str(), |(path, _)| path);
+        list_key(None, &method, &info, &parsed, path, &headers)
     }
 
     fn list(uri: &str, accept: Option<&str>) -> Option<WatchKey> {
