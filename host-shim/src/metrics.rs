@@ -74,6 +74,12 @@ struct StateLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct QuotaLabels {
+    module: String,
+    quota: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct OpLabels {
     module: String,
     kind: &'static str,
@@ -98,6 +104,8 @@ pub struct Metrics {
     entries: Family<ModuleLabels, Counter>,
     op_seconds: Family<OpLabels, Histogram, fn() -> Histogram>,
     restarts: Family<ModuleLabels, Counter>,
+    quota_refusals: Family<QuotaLabels, Counter>,
+    log_lines_dropped: Family<ModuleLabels, Counter>,
     suspend: SuspendMetrics,
     watches: Gauge,
     cache_entries: Gauge,
@@ -132,6 +140,8 @@ impl Metrics {
             entries: Family::default(),
             op_seconds: Family::new_with_constructor(op_histogram),
             restarts: Family::default(),
+            quota_refusals: Family::default(),
+            log_lines_dropped: Family::default(),
             suspend: SuspendMetrics::default(),
             watches: Gauge::default(),
             cache_entries: Gauge::default(),
@@ -196,6 +206,17 @@ impl Metrics {
             "Restarts of the module by the supervisor",
             metrics.restarts.clone(),
         );
+        registry.register(
+            "module_quota_refusals",
+            "Ops refused because the module was at a quota (label `quota`: pending_ops, \
+             concurrent_requests, watches, streams, buffered_bytes)",
+            metrics.quota_refusals.clone(),
+        );
+        registry.register(
+            "log_lines_dropped",
+            "Lines of the module's stdout and stderr dropped over its log-lines quota",
+            metrics.log_lines_dropped.clone(),
+        );
         metrics.suspend.register(&mut registry);
         registry.register(
             "upstream_watches",
@@ -256,6 +277,23 @@ impl Metrics {
         self.op_seconds
             .get_or_create(&labels)
             .observe(took.as_secs_f64());
+    }
+
+    /// Counts one op of `module` refused at `quota` (a [`crate::runtime::quota::Quota`]
+    /// label).
+    pub fn count_quota_refusal(&self, module: &str, quota: &'static str) {
+        let labels = QuotaLabels {
+            module: module.to_owned(),
+            quota,
+        };
+        self.quota_refusals.get_or_create(&labels).inc();
+    }
+
+    /// Counts one line of `module`'s output dropped over its log-lines quota.
+    pub fn count_log_line_dropped(&self, module: &str) {
+        self.log_lines_dropped
+            .get_or_create(&Self::module(module))
+            .inc();
     }
 
     /// Counts one restart of `module` (and makes its counter exist at 0 if `by` is 0).

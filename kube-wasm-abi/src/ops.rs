@@ -254,6 +254,10 @@ pub enum ErrorCode {
     Upgrade,
     /// Anything else that went wrong inside the host.
     Internal,
+    /// The module is at one of the host's per-module quotas (ABI 1.3); the message names it.
+    /// Sent for a `delay`, `stop_signal` or `stream_send` (a refused request, watch or stream
+    /// gets a `429` `response` instead).
+    Quota,
     /// A code this version of the ABI does not know (sent by a newer host).
     #[serde(other)]
     Unknown,
@@ -269,6 +273,7 @@ impl std::fmt::Display for ErrorCode {
             ErrorCode::InvalidRequest => "invalid_request",
             ErrorCode::Upgrade => "upgrade",
             ErrorCode::Internal => "internal",
+            ErrorCode::Quota => "quota",
             ErrorCode::Unknown => "unknown",
         })
     }
@@ -302,7 +307,7 @@ mod tests {
     #[test]
     fn unknown_error_codes_decode_as_unknown() {
         let e: Completion =
-            serde_json::from_str(r#"{"kind":"error","code":"quota","message":"m"}"#)
+            serde_json::from_str(r#"{"kind":"error","code":"moon_phase","message":"m"}"#)
                 .expect("decodes");
         assert_eq!(e, Completion::Error(OpError::new(ErrorCode::Unknown, "m")));
     }

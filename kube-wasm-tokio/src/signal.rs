@@ -2,6 +2,7 @@
 //! to stop the module, which plays the part of Ctrl-C ([`ctrl_c`]) and of SIGTERM / SIGINT
 //! ([`unix::signal`]).
 
+use kube_wasm_abi::Completion;
 use kube_wasm_guest::Op;
 
 /// Completes when the host asks the module to stop, as `tokio::signal::ctrl_c` completes on
@@ -10,17 +11,22 @@ use kube_wasm_guest::Op;
 /// Dropping the future stops listening (the `stop_signal` op is cancelled).
 ///
 /// # Errors
-/// None in practice; the `io::Result` is tokio's signature.
+/// An [`std::io::Error`] carrying the host's message if the host refused to listen: the
+/// module is at its quota of pending ops (an `error` of code `quota`, ABI 1.3), as tokio's
+/// `ctrl_c` fails when it cannot register the signal handler.
 pub async fn ctrl_c() -> std::io::Result<()> {
     let mut op = Op::stop_signal();
-    op.next_delivery().await;
-    Ok(())
+    match op.next_delivery().await.map(|d| d.completion) {
+        Some(Completion::Error(refused)) => Err(std::io::Error::other(refused)),
+        _ => Ok(()),
+    }
 }
 
 /// Unix signal streams, with tokio's `tokio::signal::unix` API. `SIGTERM` and `SIGINT`
 /// ([`SignalKind::terminate`], [`SignalKind::interrupt`]) arrive once, when the host asks the
 /// module to stop; no other signal ever reaches a guest, so their streams stay pending.
 pub mod unix {
+    use kube_wasm_abi::Completion;
     use kube_wasm_guest::Op;
     use std::task::{Context, Poll};
 
@@ -119,7 +125,9 @@ pub mod unix {
 
     impl Signal {
         /// Waits for the next signal: `Some(())` once for the host's stop request (SIGTERM,
-        /// SIGINT); pending after it, and always for other kinds.
+        /// SIGINT); pending after it, and always for other kinds. `None` if the host refused
+        /// to listen (the module is at its quota of pending ops, ABI 1.3): no signal will
+        /// come, as tokio's stream ends when its driver is gone.
         pub async fn recv(&mut self) -> Option<()> {
             std::future::poll_fn(|cx| self.poll_recv(cx)).await
         }
@@ -130,6 +138,12 @@ pub mod unix {
                 return Poll::Pending;
             };
             match op.poll_next_delivery(cx) {
+                Poll::Ready(Some(delivery))
+                    if matches!(delivery.completion, Completion::Error(_)) =>
+                {
+                    self.stop = None;
+                    Poll::Ready(None)
+                }
                 Poll::Ready(_) => {
                     self.stop = None;
                     Poll::Ready(Some(()))

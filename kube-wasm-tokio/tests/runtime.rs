@@ -321,3 +321,44 @@ fn sigterm_and_sigint_streams_fire_once_on_the_host_stop_request() {
     host.advance(Duration::from_secs(60));
     assert_eq!(task.output(), Some(("term", Some(()), true)));
 }
+
+fn quota_error() -> Completion {
+    Completion::Error(kube_wasm_abi::OpError::new(
+        kube_wasm_abi::ErrorCode::Quota,
+        "module `m` is at its quota of 3 pending ops",
+    ))
+}
+
+#[test]
+fn ctrl_c_fails_when_the_host_refuses_to_listen() {
+    let host = FakeHost::install();
+    let mut task = host.spawn(async { tokio::signal::ctrl_c().await.map_err(|e| e.to_string()) });
+    host.run_until_stalled();
+    let id = match host.take_submitted()[..] {
+        [Submitted::StopSignal { id }] => id,
+        ref other => panic!("{other:?}"),
+    };
+    host.complete(id, &quota_error(), b"");
+    let refused = task.output().expect("finished").expect_err("an io error");
+    assert!(refused.contains("quota of 3 pending ops"), "{refused}");
+}
+
+#[test]
+fn a_refused_timer_panics_with_the_hosts_message() {
+    let host = FakeHost::install();
+    let mut task = host.spawn(async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    });
+    host.run_until_stalled();
+    let (id, _) = only_delay(&host);
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        host.complete(id, &quota_error(), b"");
+        task.output()
+    }))
+    .expect_err("the sleep panics");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert_eq!(
+        message,
+        "the host refused a timer: module `m` is at its quota of 3 pending ops"
+    );
+}

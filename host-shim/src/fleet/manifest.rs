@@ -34,6 +34,13 @@
 //!     suspend:                       # optional: suspend to disk when idle (default: never)
 //!       idleAfter: 30s               #   no delivery for this long (doubled, up to ×16, for
 //!                                    #   a module woken sooner than this after a suspend)
+//!     quotas:                        # optional: what the module may make the host hold at
+//!       pendingOps: 1024             #   once (see `quota`; each field optional, defaults shown):
+//!       concurrentRequests: 64       #   live ops; requests in flight; watches; websockets;
+//!       watches: 64                  #   bodies in flight, responses being collected and
+//!       streams: 16                  #   completions queued; stdout+stderr lines per second
+//!       bufferedBytes: 64Mi          #   (a refused request, watch or stream gets a 429)
+//!       logLinesPerSecond: 100
 //! ```
 //!
 //! Unknown fields are errors (a misspelt `memroy:` must not silently mean "no limit"). Every
@@ -51,6 +58,7 @@ use serde::Deserialize;
 use crate::backoff::Backoff;
 use crate::fleet::units::{parse_duration, parse_size};
 use crate::runtime::options::{ModuleOptions, ModuleSpec};
+use crate::runtime::quota::Quotas;
 use crate::runtime::restart::RestartPolicy;
 use crate::runtime::suspend::SuspendPolicy;
 use crate::upstream::identity::ServiceAccount;
@@ -168,6 +176,18 @@ struct RawModule {
     service_account: Option<RawServiceAccount>,
     permissions: Option<Vec<RawRule>>,
     suspend: Option<RawSuspend>,
+    quotas: Option<RawQuotas>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawQuotas {
+    pending_ops: Option<u64>,
+    concurrent_requests: Option<u64>,
+    watches: Option<u64>,
+    streams: Option<u64>,
+    buffered_bytes: Option<String>,
+    log_lines_per_second: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -397,6 +417,10 @@ fn validate_module(
                 None
             }
         });
+    let quotas = raw
+        .quotas
+        .map(|quotas| validate_quotas(quotas, &format!("{at}.quotas"), problems))
+        .unwrap_or_default();
     ModuleSpec {
         name: raw.name,
         wasm,
@@ -409,7 +433,62 @@ fn validate_module(
             service_account,
             permissions,
             suspend,
+            quotas,
         },
+    }
+}
+
+/// The smallest `bufferedBytes` quota: room for the completions of an ordinary op.
+const MIN_BUFFERED_BYTES: u64 = 64 * 1024;
+
+/// The largest count quota (ops, watches, streams): more is no bound at all.
+const MAX_COUNT_QUOTA: u64 = 1 << 20;
+
+fn validate_quotas(raw: RawQuotas, at: &str, problems: &mut Vec<String>) -> Quotas {
+    let defaults = Quotas::default();
+    let mut count = |field: &str, value: Option<u64>, default: usize| match value {
+        None => default,
+        Some(n) if (1..=MAX_COUNT_QUOTA).contains(&n) => n as usize,
+        Some(n) => {
+            problems.push(format!(
+                "{at}.{field}: {n} is outside 1 ..= {MAX_COUNT_QUOTA}"
+            ));
+            default
+        }
+    };
+    let pending_ops = count("pendingOps", raw.pending_ops, defaults.pending_ops);
+    let concurrent_requests = count(
+        "concurrentRequests",
+        raw.concurrent_requests,
+        defaults.concurrent_requests,
+    );
+    let watches = count("watches", raw.watches, defaults.watches);
+    let streams = count("streams", raw.streams, defaults.streams);
+    let buffered_bytes = match raw.buffered_bytes.as_deref().map(parse_size) {
+        None => defaults.buffered_bytes,
+        Some(Ok(bytes)) if (MIN_BUFFERED_BYTES..=u64::from(u32::MAX)).contains(&bytes) => {
+            bytes as usize
+        }
+        Some(Ok(bytes)) => {
+            problems.push(format!(
+                "{at}.bufferedBytes: {bytes} bytes is outside 64Ki ..= 4Gi - 1"
+            ));
+            defaults.buffered_bytes
+        }
+        Some(Err(e)) => {
+            problems.push(format!("{at}.bufferedBytes: {e}"));
+            defaults.buffered_bytes
+        }
+    };
+    Quotas {
+        pending_ops,
+        concurrent_requests,
+        watches,
+        streams,
+        buffered_bytes,
+        log_lines_per_second: raw
+            .log_lines_per_second
+            .unwrap_or(defaults.log_lines_per_second),
     }
 }
 
@@ -779,6 +858,49 @@ modules:
                 other => panic!("{text}: expected a syntax error, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn quotas_parse_with_defaults_and_are_checked() {
+        let manifest = parse(
+            "modules:
+  - {name: a, wasm: Cargo.toml, quotas: {watches: 3, bufferedBytes: 1Mi, logLinesPerSecond: 0}}
+  - {name: b, wasm: Cargo.toml}
+",
+        )
+        .expect("valid");
+        let a = manifest.modules[0].options.quotas;
+        assert_eq!(
+            a,
+            Quotas {
+                watches: 3,
+                buffered_bytes: 1 << 20,
+                log_lines_per_second: 0,
+                ..Quotas::default()
+            }
+        );
+        assert_eq!(manifest.modules[1].options.quotas, Quotas::default());
+        assert_eq!(
+            problems(
+                "modules:
+  - {name: a, wasm: Cargo.toml, quotas: {pendingOps: 0, streams: 2000000, bufferedBytes: 1Ki}}
+  - {name: b, wasm: Cargo.toml, quotas: {bufferedBytes: lots}}
+"
+            ),
+            [
+                "modules[0] (a).quotas.pendingOps: 0 is outside 1 ..= 1048576",
+                "modules[0] (a).quotas.streams: 2000000 is outside 1 ..= 1048576",
+                "modules[0] (a).quotas.bufferedBytes: 1024 bytes is outside 64Ki ..= 4Gi - 1",
+                "modules[1] (b).quotas.bufferedBytes: \"lots\" is not a size (a whole number of bytes, optionally with Ki, Mi, Gi, Ti, k, M, G or T)",
+            ]
+        );
+        assert!(
+            matches!(
+                parse("modules:\n  - {name: a, wasm: Cargo.toml, quotas: {watchs: 1}}\n"),
+                Err(ManifestError::Syntax { reason, .. }) if reason.contains("watchs")
+            ),
+            "a misspelt quota is an error"
+        );
     }
 
     #[test]

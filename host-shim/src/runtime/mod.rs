@@ -2,7 +2,8 @@
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
 //! modules are [`suspend`]ed to disk, and the [`supervisor`] runs them all, restarting each
-//! as its [`restart`] policy says, with [`backoff`](crate::backoff).
+//! as its [`restart`] policy says, with [`backoff`](crate::backoff). Each module's
+//! [`quota`]s bound what it can make the host hold.
 //!
 //! [`Host`]: host::Host
 
@@ -15,6 +16,7 @@ pub mod module;
 pub(crate) mod ops;
 pub mod options;
 pub mod output;
+pub mod quota;
 pub mod restart;
 pub(crate) mod state;
 pub mod stop;

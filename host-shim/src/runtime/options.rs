@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::runtime::quota::Quotas;
 use crate::runtime::restart::RestartPolicy;
 use crate::runtime::suspend::SuspendPolicy;
 use crate::upstream::identity::ServiceAccount;
@@ -11,7 +12,7 @@ use crate::upstream::permissions::Permissions;
 
 /// Per-module options. The default is what `host-shim run MODULE.wasm…` gives every module:
 /// no extra arguments or environment, the kubeconfig's namespace, no memory cap beyond the
-/// engine's, never restarted, never suspended.
+/// engine's, never restarted, never suspended, the default quotas.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleOptions {
     /// Arguments after argv\[0\] (which is the module's name).
@@ -33,6 +34,8 @@ pub struct ModuleOptions {
     pub permissions: Option<Permissions>,
     /// When it is suspended to disk while idle (see [`crate::runtime::suspend`]); `None`: never.
     pub suspend: Option<SuspendPolicy>,
+    /// What it may make the host hold at once (see [`crate::runtime::quota`]).
+    pub quotas: Quotas,
 }
 
 impl Default for ModuleOptions {
@@ -46,6 +49,7 @@ impl Default for ModuleOptions {
             service_account: None,
             permissions: None,
             suspend: None,
+            quotas: Quotas::default(),
         }
     }
 }

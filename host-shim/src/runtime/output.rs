@@ -4,7 +4,9 @@
 //!
 //! [`PrefixedOutput`] is a wasmtime-wasi stdout/stderr stream. It buffers an unfinished line
 //! until its `\n` arrives (or the module ends), and writes each whole line with its prefix in
-//! one `write` to the target, so lines of different modules never interleave mid-line.
+//! one `write` to the target, so lines of different modules never interleave mid-line. Lines
+//! over the module's log-lines quota are dropped ([`LogGate`]); the next line written says how
+//! many.
 
 use std::io::Write;
 use std::pin::Pin;
@@ -15,6 +17,8 @@ use bytes::Bytes;
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+
+use crate::runtime::quota::{LineVerdict, LogGate};
 
 /// An unfinished line longer than this (in bytes) is written out as if it had ended.
 pub const MAX_PENDING_LINE: usize = 64 * 1024;
@@ -51,6 +55,7 @@ struct LineBuffer {
     pending: Vec<u8>,
     target: OutputTarget,
     stream: Stream,
+    gate: Option<Arc<LogGate>>,
 }
 
 impl LineBuffer {
@@ -67,9 +72,32 @@ impl LineBuffer {
     }
 
     fn emit_pending(&mut self) {
-        let mut line = Vec::with_capacity(self.prefix.len() + self.pending.len() + 1);
+        let verdict = self
+            .gate
+            .as_ref()
+            .map(|gate| (gate.admit(), gate.per_second()));
+        match verdict {
+            Some((LineVerdict::Drop, _)) => {
+                self.pending.clear();
+                return;
+            }
+            Some((LineVerdict::Write { dropped_before }, per_second)) if dropped_before > 0 => {
+                let notice = format!(
+                    "kube-wasm: {dropped_before} lines dropped: over the module's quota of \
+                     {per_second} log lines per second"
+                );
+                self.write_line(notice.as_bytes());
+            }
+            _ => {}
+        }
+        self.write_line(&self.pending);
+        self.pending.clear();
+    }
+
+    fn write_line(&self, text: &[u8]) {
+        let mut line = Vec::with_capacity(self.prefix.len() + text.len() + 1);
         line.extend_from_slice(&self.prefix);
-        line.append(&mut self.pending);
+        line.extend_from_slice(text);
         line.push(b'\n');
         // Output is best effort: a closed host stdout must not end the module.
         let _ = match (&self.target, self.stream) {
@@ -106,14 +134,21 @@ pub struct PrefixedOutput {
 }
 
 impl PrefixedOutput {
-    /// The `stream` of module `name`, written to `target`.
-    pub fn new(name: &str, stream: Stream, target: OutputTarget) -> Self {
+    /// The `stream` of module `name`, written to `target`, every line passing `gate` (the
+    /// module's log-lines quota, shared by its two streams) if there is one.
+    pub fn new(
+        name: &str,
+        stream: Stream,
+        target: OutputTarget,
+        gate: Option<Arc<LogGate>>,
+    ) -> Self {
         Self {
             inner: Arc::new(Mutex::new(LineBuffer {
                 prefix: format!("[{name}] ").into_bytes(),
                 pending: Vec::new(),
                 target,
                 stream,
+                gate,
             })),
         }
     }
@@ -191,7 +226,7 @@ mod tests {
     #[test]
     fn every_line_gets_the_prefix_whatever_the_chunking() {
         let (target, buffer) = OutputTarget::capture();
-        let out = PrefixedOutput::new("ring-0", Stream::Stdout, target);
+        let out = PrefixedOutput::new("ring-0", Stream::Stdout, target, None);
         out.write_bytes(b"hel");
         assert_eq!(captured(&buffer), "", "an unfinished line waits");
         out.write_bytes(b"lo\nwor");
@@ -208,9 +243,36 @@ mod tests {
     }
 
     #[test]
+    fn lines_over_the_quota_are_dropped_and_counted() {
+        let (target, buffer) = OutputTarget::capture();
+        let metrics = crate::metrics::Metrics::new();
+        let gate = Arc::new(LogGate::new("chatty", 1, metrics.clone()));
+        let out = PrefixedOutput::new("chatty", Stream::Stdout, target.clone(), Some(gate.clone()));
+        let err = PrefixedOutput::new("chatty", Stream::Stderr, target, Some(gate));
+        for i in 0..15 {
+            out.write_bytes(format!("line {i}\n").as_bytes());
+        }
+        err.write_bytes(b"and one on stderr\n");
+        let text = captured(&buffer);
+        assert_eq!(
+            text.lines().count(),
+            10,
+            "a burst of ten seconds' worth: {text}"
+        );
+        assert!(text.ends_with("[chatty] line 9\n"), "{text}");
+        assert!(
+            metrics
+                .encode()
+                .contains("kube_wasm_log_lines_dropped_total{module=\"chatty\"} 6"),
+            "{}",
+            metrics.encode()
+        );
+    }
+
+    #[test]
     fn overlong_lines_are_split() {
         let (target, buffer) = OutputTarget::capture();
-        let out = PrefixedOutput::new("m", Stream::Stderr, target);
+        let out = PrefixedOutput::new("m", Stream::Stderr, target, None);
         out.write_bytes(&vec![b'x'; MAX_PENDING_LINE + 1]);
         assert_eq!(captured(&buffer).len(), "[m] ".len() + MAX_PENDING_LINE + 2);
     }

@@ -1,6 +1,7 @@
 //! The data of one module's wasmtime `Store`: everything the host functions need, and nothing
 //! shared with other modules except the (cheaply cloned) upstream client.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use crate::metrics::Metrics;
 use crate::runtime::memory_cap::MemoryCap;
 use crate::runtime::ops::{OpTable, QueuedCompletion, StreamTable};
+use crate::runtime::quota::{ByteBudget, Quotas, WarnThrottle};
 use crate::runtime::stop::Phase;
 use crate::upstream::client::Upstream;
 use crate::upstream::limits::OpLimits;
@@ -38,6 +40,12 @@ pub struct OpContext {
     pub runtime: Handle,
     /// The host's shared watches, if it shares them (see [`crate::upstream::watch_cache`]).
     pub shared_watches: Option<crate::upstream::watch_cache::ModuleWatches>,
+    /// The module's quotas (see [`crate::runtime::quota`]).
+    pub quotas: Quotas,
+    /// The module's buffered-bytes budget ([`Quotas::buffered_bytes`]).
+    pub budget: ByteBudget,
+    /// Rate-limits the module's denial and refusal warnings in the host's log.
+    pub warnings: Arc<WarnThrottle>,
 }
 
 /// Who a module is and what it may do.
@@ -118,6 +126,12 @@ pub struct HostState {
     pub ops: OpTable,
     /// The writer ends and credit of the module's `stream_open` ops (ABI 1.1).
     pub streams: StreamTable,
+    /// Answers to ops refused by a quota, waiting for delivery (at most
+    /// [`Quotas::pending_ops`]; the module loop delivers them before anything else).
+    pub refusals: VecDeque<QueuedCompletion>,
+    /// The minor ABI version the guest was built for (from `kube_wasm_abi_version`); what
+    /// the host may send it depends on it.
+    pub abi_minor: u16,
     /// What op tasks need.
     pub ctx: OpContext,
     /// Whether the module ever called `stop_signal`: a module that never did is ended at once

@@ -2,10 +2,13 @@
 //! arguments and stdio. Nothing is inherited from the host process: no environment variable,
 //! no preopened directory, no socket; stdin is closed.
 
+use std::sync::Arc;
+
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::runtime::output::{OutputTarget, PrefixedOutput, Stream};
+use crate::runtime::quota::LogGate;
 
 pub use kube_wasm_abi::env::{ENV_CLUSTER_URL, ENV_DEFAULT_NAMESPACE, ENV_MODULE};
 
@@ -43,12 +46,14 @@ pub fn module_env<'a>(
 }
 
 /// Builds the WASI context of module `name`: `argv` is the name then `args`, the environment
-/// is `env`, stdout and stderr are prefixed with `[name] ` and go to `output`.
+/// is `env`, stdout and stderr are prefixed with `[name] `, pass `log_gate` (the module's
+/// log-lines quota) together, and go to `output`.
 pub fn module_wasi(
     name: &str,
     args: &[String],
     env: &[(String, String)],
     output: &OutputTarget,
+    log_gate: Arc<LogGate>,
 ) -> WasiP1Ctx {
     let argv: Vec<&str> = std::iter::once(name)
         .chain(args.iter().map(String::as_str))
@@ -56,7 +61,17 @@ pub fn module_wasi(
     WasiCtxBuilder::new()
         .args(&argv)
         .envs(env)
-        .stdout(PrefixedOutput::new(name, Stream::Stdout, output.clone()))
-        .stderr(PrefixedOutput::new(name, Stream::Stderr, output.clone()))
+        .stdout(PrefixedOutput::new(
+            name,
+            Stream::Stdout,
+            output.clone(),
+            Some(log_gate.clone()),
+        ))
+        .stderr(PrefixedOutput::new(
+            name,
+            Stream::Stderr,
+            output.clone(),
+            Some(log_gate),
+        ))
         .build_p1()
 }

@@ -285,6 +285,8 @@ fn is_timeout(err: &(dyn StdError + 'static)) -> bool {
 pub enum CollectError {
     /// The body exceeded the limit (in bytes).
     TooLarge(usize),
+    /// The caller had no room for the next chunk (see [`collect_body_within`]).
+    NoRoom,
     /// Reading the body failed.
     Read(kube::Error),
 }
@@ -296,6 +298,10 @@ impl From<CollectError> for OpError {
                 ErrorCode::TooLarge,
                 format!("response body exceeds the host's limit of {limit} bytes"),
             ),
+            CollectError::NoRoom => OpError::new(
+                ErrorCode::Internal,
+                "no room for the response body in the host",
+            ),
             CollectError::Read(e) => body_error(e),
         }
     }
@@ -305,13 +311,29 @@ impl From<CollectError> for OpError {
 ///
 /// # Errors
 /// [`CollectError::TooLarge`] past `limit`, [`CollectError::Read`] if the stream breaks.
-pub async fn collect_body(mut body: Body, limit: usize) -> Result<Bytes, CollectError> {
+pub async fn collect_body(body: Body, limit: usize) -> Result<Bytes, CollectError> {
+    collect_body_within(body, limit, |_| true).await
+}
+
+/// [`collect_body`], asking `room(n)` before keeping each chunk of `n` bytes (to take them
+/// from a budget); the body is dropped as soon as it says no.
+///
+/// # Errors
+/// As [`collect_body`]; [`CollectError::NoRoom`] when `room` said no.
+pub async fn collect_body_within(
+    mut body: Body,
+    limit: usize,
+    mut room: impl FnMut(usize) -> bool,
+) -> Result<Bytes, CollectError> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(CollectError::Read)?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > limit {
                 return Err(CollectError::TooLarge(limit));
+            }
+            if !room(data.len()) {
+                return Err(CollectError::NoRoom);
             }
             out.extend_from_slice(&data);
         }

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
 use host_shim::runtime::supervisor::ModuleReport;
-use host_shim::{Host, OutputTarget, Settings, StopHandle, Supervisor, Upstream};
+use host_shim::{Host, ModuleOptions, OutputTarget, Settings, StopHandle, Supervisor, Upstream};
 use http_body::Frame;
 use http_body_util::{BodyExt as _, StreamBody};
 
@@ -356,10 +356,52 @@ pub async fn run_guests_with(
     guests: &[(&str, Vec<u8>)],
     control: impl FnOnce(StopHandle) + Send + 'static,
 ) -> Run {
+    let configured: Vec<_> = guests
+        .iter()
+        .map(|(name, wasm)| (*name, wasm.clone(), ModuleOptions::default()))
+        .collect();
+    run_configured_with(
+        upstream,
+        settings,
+        buffer,
+        stop_timeout,
+        &configured,
+        control,
+    )
+    .await
+}
+
+/// Runs `guests`, each with its own options, concurrently on one host with default test
+/// settings, no stop.
+pub async fn run_configured(upstream: Upstream, guests: &[(&str, Vec<u8>, ModuleOptions)]) -> Run {
+    let (settings, buffer) = test_settings();
+    run_configured_with(
+        upstream,
+        settings,
+        buffer,
+        Duration::from_secs(5),
+        guests,
+        |_| {},
+    )
+    .await
+}
+
+async fn run_configured_with(
+    upstream: Upstream,
+    settings: Settings,
+    buffer: Arc<Mutex<Vec<u8>>>,
+    stop_timeout: Duration,
+    guests: &[(&str, Vec<u8>, ModuleOptions)],
+    control: impl FnOnce(StopHandle) + Send + 'static,
+) -> Run {
     let host = Host::new(upstream, settings).expect("host");
     let modules = guests
         .iter()
-        .map(|(name, wasm)| host.load_bytes(name, wasm).expect("compiles"))
+        .map(|(name, wasm, options)| {
+            host.load_bytes(name, wasm)
+                .expect("compiles")
+                .with_options(options.clone())
+        })
         .collect();
     let supervisor = Supervisor::new(host, stop_timeout);
     control(supervisor.stop_handle());

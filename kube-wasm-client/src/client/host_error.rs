@@ -39,6 +39,7 @@ pub(crate) fn from_op_error(error: OpError, phase: Phase) -> Error {
         | ErrorCode::Stream
         | ErrorCode::Internal
         | ErrorCode::Upgrade
+        | ErrorCode::Quota
         | ErrorCode::Unknown => Error::Service(Box::new(error)),
     }
 }

@@ -1,4 +1,5 @@
 use super::Instant;
+use kube_wasm_abi::{Completion, ErrorCode};
 use kube_wasm_guest::Op;
 use std::future::Future;
 use std::pin::Pin;
@@ -6,6 +7,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Waits until `duration` has elapsed, as `tokio::time::sleep`.
+///
+/// # Panics
+/// When polled, if the host refuses the timer because the module is at its quota of
+/// pending ops (ABI 1.3), as tokio panics without a timer driver.
 pub fn sleep(duration: Duration) -> Sleep {
     sleep_until(
         Instant::now()
@@ -77,6 +82,14 @@ impl Future for Sleep {
             }
         };
         match timer.poll_next_delivery(cx) {
+            // A timer the host refused cannot be waited for; tokio panics alike when its
+            // timer driver is gone.
+            Poll::Ready(Some(delivery)) if is_refusal(&delivery.completion) => {
+                panic!(
+                    "the host refused a timer: {}",
+                    refusal_message(&delivery.completion)
+                )
+            }
             // The host started the timer after the remaining time was measured, so its
             // completion (or, defensively, a failure) means the deadline has passed.
             Poll::Ready(_) => {
@@ -86,6 +99,18 @@ impl Future for Sleep {
             }
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+/// Whether the host refused the timer: an `error` of code `quota` (ABI 1.3).
+fn is_refusal(completion: &Completion) -> bool {
+    matches!(completion, Completion::Error(e) if e.code == ErrorCode::Quota)
+}
+
+fn refusal_message(completion: &Completion) -> &str {
+    match completion {
+        Completion::Error(e) => &e.message,
+        _ => "",
     }
 }
 

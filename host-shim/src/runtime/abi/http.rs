@@ -22,14 +22,13 @@ use kube_wasm_abi::names::{IMPORT_HTTP_REQUEST, IMPORT_MODULE};
 use kube_wasm_abi::{Completion, HttpRequest, OpError, ResponseMode};
 use wasmtime::{Caller, Linker};
 
-use super::op::{read_frame, spawn_op};
+use super::op::{read_frame, start_op};
 use super::op_to_wasm;
 use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole};
 use super::shared_watch::{self, Served};
 use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
-use crate::runtime::state::HostState;
-use crate::upstream::client::{self as upstream, Upstream};
-use crate::upstream::limits::OpLimits;
+use crate::runtime::state::{HostState, OpContext};
+use crate::upstream::client as upstream;
 use crate::upstream::watch_cache::key::list_key;
 
 /// Adds `http_request` to `linker`.
@@ -44,6 +43,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
     let argument = read_frame::<HttpRequest>(&mut caller, IMPORT_HTTP_REQUEST, ptr, len)?;
     let mode = argument.header.response;
+    let body_bytes = argument.body.len();
     let mut request = upstream::build_http_request(&argument.header, argument.body);
     let state = caller.data_mut();
     let (denied, judged) = match request.as_mut().map(|r| state.ctx.access.authorize(r)) {
@@ -63,37 +63,46 @@ fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmti
         .map(|key| (watches.cache.clone(), key)),
         _ => None,
     };
-    let id = spawn_op(state, OpKind::Http, |ctx, sink| async move {
-        match (denied, shared_list) {
-            (Some(denied), _) => send_denied(&denied, &sink).await,
-            (None, Some((cache, key))) => {
-                let subscription = cache.subscribe(&key, &ctx.upstream, None);
-                match shared_watch::list(subscription, &sink).await? {
-                    Served::Upstream => {
-                        send_request(ctx.upstream, request, mode, ctx.limits, &sink).await
+    let started = start_op(
+        state,
+        OpKind::Http,
+        body_bytes,
+        |ctx, sink, held| async move {
+            // The request body's bytes count against the module's budget while it is in flight.
+            let _held = held;
+            match (denied, shared_list) {
+                (Some(denied), _) => send_denied(&denied, &ctx.warnings, &sink).await,
+                (None, Some((cache, key))) => {
+                    let subscription = cache.subscribe(&key, &ctx.upstream, None);
+                    match shared_watch::list(subscription, &sink).await? {
+                        Served::Upstream => send_request(&ctx, request, mode, &sink).await,
+                        Served::Done => Ok(()),
                     }
-                    Served::Done => Ok(()),
                 }
+                (None, None) => send_request(&ctx, request, mode, &sink).await,
             }
-            (None, None) => send_request(ctx.upstream, request, mode, ctx.limits, &sink).await,
-        }
-    });
-    Ok(op_to_wasm(id))
+        },
+    )?;
+    Ok(op_to_wasm(started.id))
 }
 
-/// Sends one request upstream and its answer's completions to `sink`.
+/// Sends one request upstream, as the module of `ctx`, and its answer's completions to `sink`.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
 pub async fn send_request(
-    upstream: Upstream,
+    ctx: &OpContext,
     request: Result<http::Request<Body>, OpError>,
     mode: ResponseMode,
-    limits: OpLimits,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
+    let limits = ctx.limits;
     let response = match request {
-        Ok(request) => upstream.send_within(request, limits.request_timeout).await,
+        Ok(request) => {
+            ctx.upstream
+                .send_within(request, limits.request_timeout)
+                .await
+        }
         Err(err) => Err(err),
     };
     let response = match response {
@@ -104,7 +113,15 @@ pub async fn send_request(
     let headers = upstream::header_pairs(response.headers());
     let body = response.into_body();
     if mode == ResponseMode::Whole || !status.is_success() {
-        return send_whole(status.as_u16(), headers, body, limits, sink).await;
+        return send_whole(
+            status.as_u16(),
+            headers,
+            body,
+            limits,
+            &ctx.access.module,
+            sink,
+        )
+        .await;
     }
     send_head_and_lines(
         status.as_u16(),

@@ -1,23 +1,32 @@
 //! The completions that answer a request: a 403 for a denied one, a whole body as one final
 //! `response`, or a streamed body as one completion per line (SPEC.md, "Completions").
 
+use std::time::Instant;
+
 use http_body_util::BodyExt;
 use kube::client::Body;
 use kube_wasm_abi::{Completion, ErrorCode, LineFramer, OpError};
 
 use crate::runtime::ops::{CompletionSink, ModuleGone};
-use crate::upstream::client as upstream;
+use crate::runtime::quota::{HeldBytes, Quota, QuotaExceeded, WarnThrottle};
+use crate::upstream::client::{self as upstream, CollectError};
 use crate::upstream::limits::OpLimits;
 use crate::upstream::permissions::Denied;
 
 /// Answers a request the module's permissions refuse as the API server answers a forbidden
 /// one: a final `response` of status 403 with a `Status` of reason `Forbidden`. Nothing is
-/// sent upstream.
+/// sent upstream. The warning in the host's log is rate-limited per module.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
-pub async fn send_denied(denied: &Denied, sink: &CompletionSink) -> Result<(), ModuleGone> {
-    tracing::warn!("denied: {denied}");
+pub async fn send_denied(
+    denied: &Denied,
+    warnings: &WarnThrottle,
+    sink: &CompletionSink,
+) -> Result<(), ModuleGone> {
+    if let Some(held_back) = warnings.allow("denied", Instant::now()) {
+        tracing::warn!(held_back, "denied: {denied}");
+    }
     let completion = Completion::Response {
         status: 403,
         headers: vec![("content-type".into(), "application/json".into())],
@@ -26,7 +35,10 @@ pub async fn send_denied(denied: &Denied, sink: &CompletionSink) -> Result<(), M
 }
 
 /// Collects `body` and sends it as one final `response` (or an `error` if it breaks off or
-/// exceeds [`OpLimits::max_body_bytes`]).
+/// exceeds [`OpLimits::max_body_bytes`]). The body is collected against the module's
+/// buffered-bytes budget and holds it until the guest takes it; a body that does not fit is
+/// dropped and answered with a `429` (see [`QuotaExceeded::too_many_requests`]), as the API
+/// server answers a client it has no room for.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
@@ -35,12 +47,29 @@ pub async fn send_whole(
     headers: Vec<(String, String)>,
     body: Body,
     limits: OpLimits,
+    module: &str,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
-    match upstream::collect_body(body, limits.max_body_bytes).await {
+    let budget = sink.budget().clone();
+    let mut held = HeldBytes::default();
+    let collected = upstream::collect_body_within(body, limits.max_body_bytes, |n| {
+        budget.try_hold(n).map(|more| held.merge(more)).is_some()
+    })
+    .await;
+    match collected {
         Ok(bytes) => {
-            sink.send(&Completion::Response { status, headers }, &bytes)
+            sink.send_held(&Completion::Response { status, headers }, &bytes, held)
                 .await
+        }
+        Err(CollectError::NoRoom) => {
+            drop(held);
+            let exceeded = QuotaExceeded {
+                module: module.to_owned(),
+                quota: Quota::BufferedBytes,
+                limit: budget.limit() as u64,
+            };
+            let (completion, body) = exceeded.too_many_requests();
+            sink.send(&completion, &body).await
         }
         Err(err) => sink.send(&Completion::Error(err.into()), b"").await,
     }

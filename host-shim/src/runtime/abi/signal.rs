@@ -1,12 +1,13 @@
 //! `stop_signal() -> op`: completes with `stop` when the host is asked to stop (SIGINT or
 //! SIGTERM to the host process), which is what the guest's `tokio::signal::ctrl_c()` waits
-//! for. Asked after the stop began, it completes at once.
+//! for. Asked after the stop began, it completes at once. A module at its quota of pending ops
+//! gets an `error` of code `quota` instead (ABI 1.3).
 
 use kube_wasm_abi::Completion;
 use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_STOP_SIGNAL};
 use wasmtime::{Caller, Linker};
 
-use super::op::spawn_op;
+use super::op::start_op;
 use super::op_to_wasm;
 use crate::runtime::ops::OpKind;
 use crate::runtime::state::HostState;
@@ -21,16 +22,16 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-fn stop_signal(mut caller: Caller<'_, HostState>) -> i64 {
+fn stop_signal(mut caller: Caller<'_, HostState>) -> wasmtime::Result<i64> {
     let state = caller.data_mut();
     state.asked_for_stop = true;
-    let id = spawn_op(state, OpKind::StopSignal, |ctx, sink| async move {
+    let started = start_op(state, OpKind::StopSignal, 0, |ctx, sink, _| async move {
         let mut phase = ctx.phase;
         // If the host drops its stop handle, no stop can come: stay pending.
         if phase.wait_for(|p| *p != Phase::Running).await.is_ok() {
             sink.send(&Completion::Stop {}, b"").await?;
         }
         Ok(())
-    });
-    op_to_wasm(id)
+    })?;
+    Ok(op_to_wasm(started.id))
 }

@@ -34,7 +34,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use wasmtime::{Caller, Linker};
 
-use super::op::{read_frame, spawn_op};
+use super::op::{Admission, admit_op, read_frame, spawn_op, start_op};
 use super::respond::send_denied;
 use super::{op_from_wasm, op_to_wasm};
 use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind, Outgoing, StreamHandle};
@@ -83,14 +83,18 @@ fn stream_open(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtim
         credit: credit.clone(),
         keepalive,
     };
-    let id = spawn_op(state, OpKind::Stream, |ctx, sink| async move {
+    let started = start_op(state, OpKind::Stream, 0, |ctx, sink, _| async move {
         match denied {
-            Some(denied) => send_denied(&denied, &sink).await,
+            Some(denied) => send_denied(&denied, &ctx.warnings, &sink).await,
             None => relay_stream(ctx, request, relay, &sink).await,
         }
-    });
-    state.streams.insert(id, StreamHandle { outgoing, credit });
-    Ok(op_to_wasm(id))
+    })?;
+    if started.admitted {
+        state
+            .streams
+            .insert(started.id, StreamHandle { outgoing, credit });
+    }
+    Ok(op_to_wasm(started.id))
 }
 
 fn stream_send(
@@ -100,9 +104,14 @@ fn stream_send(
     len: i32,
 ) -> wasmtime::Result<i64> {
     let argument = read_frame::<StreamSend>(&mut caller, IMPORT_STREAM_SEND, ptr, len)?;
+    let body_bytes = argument.body.len();
     let stream = op_from_wasm(stream);
     let message = to_message(argument.header, &argument.body);
     let state = caller.data_mut();
+    let held = match admit_op(state, OpKind::StreamSend, body_bytes)? {
+        Admission::Admitted(held) => held,
+        Admission::Refused(id) => return Ok(op_to_wasm(id)),
+    };
     let queued = match (message, state.streams.get(stream)) {
         (Err(err), _) => Err(err),
         (Ok(_), None) => Err(OpError::new(
@@ -119,19 +128,26 @@ fn stream_send(
         }
         (Ok(_), Some(_)) => Err(OpError::new(ErrorCode::Stream, "the stream has ended")),
     };
-    let id = spawn_op(state, OpKind::StreamSend, |_, sink| async move {
-        let outcome = match queued {
-            Ok(done) => done
-                .await
-                .unwrap_or_else(|_| Err(OpError::new(ErrorCode::Stream, "the stream has ended"))),
-            Err(err) => Err(err),
-        };
-        let completion = match outcome {
-            Ok(()) => Completion::Sent {},
-            Err(err) => Completion::Error(err),
-        };
-        sink.send(&completion, b"").await
-    });
+    let id = spawn_op(
+        state,
+        OpKind::StreamSend,
+        held,
+        |_, sink, held| async move {
+            // The message's bytes count against the module's budget until the websocket took it.
+            let outcome = match queued {
+                Ok(done) => done.await.unwrap_or_else(|_| {
+                    Err(OpError::new(ErrorCode::Stream, "the stream has ended"))
+                }),
+                Err(err) => Err(err),
+            };
+            drop(held);
+            let completion = match outcome {
+                Ok(()) => Completion::Sent {},
+                Err(err) => Completion::Error(err),
+            };
+            sink.send(&completion, b"").await
+        },
+    );
     Ok(op_to_wasm(id))
 }
 

@@ -1,5 +1,6 @@
 //! `delay(millis) -> op`: a timer that completes with `elapsed` after `millis` milliseconds
-//! (negative counts as 0). Cancelling it drops the timer.
+//! (negative counts as 0), or at once with an `error` of code `quota` if the module is at its
+//! quota of pending ops (ABI 1.3). Cancelling it drops the timer.
 
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use kube_wasm_abi::Completion;
 use kube_wasm_abi::names::{IMPORT_DELAY, IMPORT_MODULE};
 use wasmtime::{Caller, Linker};
 
-use super::op::spawn_op;
+use super::op::start_op;
 use super::op_to_wasm;
 use crate::runtime::ops::OpKind;
 use crate::runtime::state::HostState;
@@ -26,13 +27,18 @@ pub fn delay_duration(millis: i64) -> Duration {
     Duration::from_millis(millis.max(0) as u64)
 }
 
-fn delay(mut caller: Caller<'_, HostState>, millis: i64) -> i64 {
+fn delay(mut caller: Caller<'_, HostState>, millis: i64) -> wasmtime::Result<i64> {
     let duration = delay_duration(millis);
-    let id = spawn_op(caller.data_mut(), OpKind::Delay, |_, sink| async move {
-        tokio::time::sleep(duration).await;
-        sink.send(&Completion::Elapsed {}, b"").await
-    });
-    op_to_wasm(id)
+    let started = start_op(
+        caller.data_mut(),
+        OpKind::Delay,
+        0,
+        |_, sink, _| async move {
+            tokio::time::sleep(duration).await;
+            sink.send(&Completion::Elapsed {}, b"").await
+        },
+    )?;
+    Ok(op_to_wasm(started.id))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_WATCH};
 use kube_wasm_abi::{Completion, WatchRequest};
 use wasmtime::{Caller, Linker};
 
-use super::op::{read_frame, spawn_op};
+use super::op::{read_frame, start_op};
 use super::op_to_wasm;
 use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole};
 use super::shared_watch::{self, Served};
@@ -43,10 +43,13 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
 fn watch(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
     let request = read_frame::<WatchRequest>(&mut caller, IMPORT_WATCH, ptr, len)?.header;
-    let id = spawn_op(caller.data_mut(), OpKind::Watch, |ctx, sink| async move {
-        run_watch(ctx, request, &sink).await
-    });
-    Ok(op_to_wasm(id))
+    let started = start_op(
+        caller.data_mut(),
+        OpKind::Watch,
+        0,
+        |ctx, sink, _| async move { run_watch(ctx, request, &sink).await },
+    )?;
+    Ok(op_to_wasm(started.id))
 }
 
 /// Whether the API server serves a request classified as `info` as a watch of a whole
@@ -67,7 +70,7 @@ pub async fn run_watch(
 ) -> Result<(), ModuleGone> {
     let mut http_request = upstream::build_watch_request(&request);
     let judged = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
-        Ok(Err(denied)) => return send_denied(&denied, sink).await,
+        Ok(Err(denied)) => return send_denied(&denied, &ctx.warnings, sink).await,
         Ok(Ok(judged)) => Some(judged),
         Err(_) => None,
     };
@@ -103,6 +106,7 @@ pub async fn run_watch(
             headers,
             response.into_body(),
             ctx.limits,
+            &ctx.access.module,
             sink,
         )
         .await;

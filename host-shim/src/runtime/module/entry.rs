@@ -10,6 +10,7 @@ use super::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::abi::BadAbiCall;
 use crate::runtime::abi::exports::GuestExports;
 use crate::runtime::memory_cap::MemoryLimitExceeded;
+use crate::runtime::quota::QuotaAbuse;
 use crate::runtime::state::HostState;
 
 /// The epoch callback's error: the current entry ran out of ticks.
@@ -82,7 +83,7 @@ fn trap_reason(err: &wasmtime::Error) -> String {
 }
 
 /// Recognises the ways a guest call ends that are not plain traps: `proc_exit`, a bad ABI
-/// call, an entry deadline overrun.
+/// call, quota abuse, the memory limit, an entry deadline overrun.
 pub(super) fn guest_failure(
     err: &wasmtime::Error,
     during: &'static str,
@@ -93,6 +94,11 @@ pub(super) fn guest_failure(
     }
     if let Some(bad) = err.downcast_ref::<BadAbiCall>() {
         return Some(ModuleOutcome::Failed(ModuleError::BadAbiCall(bad.clone())));
+    }
+    if let Some(abuse) = err.downcast_ref::<QuotaAbuse>() {
+        return Some(ModuleOutcome::Failed(ModuleError::QuotaAbuse(
+            abuse.clone(),
+        )));
     }
     if let Some(over) = err.downcast_ref::<MemoryLimitExceeded>() {
         return Some(ModuleOutcome::Failed(ModuleError::MemoryLimit(*over)));

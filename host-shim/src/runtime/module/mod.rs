@@ -44,6 +44,7 @@ mod resident;
 mod shell;
 mod suspended;
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -52,7 +53,8 @@ use tracing::Instrument as _;
 use wasmtime::InstancePre;
 
 use crate::runtime::memory_cap::MemoryCap;
-use crate::runtime::ops::OpTable;
+use crate::runtime::ops::{OpTable, QueuedCompletion};
+use crate::runtime::quota::{ByteBudget, LogGate, WarnThrottle};
 use crate::runtime::state::{Access, HostState, OpContext};
 use crate::runtime::stop::StopHandle;
 use crate::runtime::suspend::{IdleThreshold, Suspendable};
@@ -128,12 +130,20 @@ async fn run_inner(
         )));
     };
     let (tx, rx) = mpsc::channel(cx.completion_queue.max(1));
+    let quotas = options.quotas;
+    let log_gate = Arc::new(LogGate::new(
+        &name,
+        quotas.log_lines_per_second,
+        cx.metrics.clone(),
+    ));
     let state = HostState {
         name: name.clone(),
-        wasi: wasi::module_wasi(&name, &options.args, &env, cx.output),
+        wasi: wasi::module_wasi(&name, &options.args, &env, cx.output, log_gate),
         memory_cap: MemoryCap::new(options.memory_limit),
         ops: OpTable::new(),
         streams: Default::default(),
+        refusals: VecDeque::new(),
+        abi_minor: 0,
         ctx: OpContext {
             upstream,
             access: Arc::new(Access {
@@ -149,6 +159,9 @@ async fn run_inner(
                 cache,
                 identity: options.service_account.clone(),
             }),
+            quotas,
+            budget: ByteBudget::new(quotas.buffered_bytes),
+            warnings: Arc::new(WarnThrottle::default()),
         },
         asked_for_stop: false,
         entry_ticks: 0,
@@ -208,7 +221,11 @@ async fn live(
         }
         shell.warn_if_stuck(&state.host_state().ops);
         let idle_at = state.idle_at(&shell);
-        match shell.wait(idle_at).await {
+        let wake = match state.next_refusal() {
+            Some(refusal) => Wake::Completion(refusal),
+            None => shell.wait(idle_at).await,
+        };
+        match wake {
             Wake::Look => {}
             Wake::Completion(delivery) => {
                 if !state.host_state().ops.is_live(delivery.op) {
@@ -262,6 +279,15 @@ impl State {
         match self {
             State::Resident(running) => running.store.data(),
             State::Suspended(suspended) => suspended.state(),
+        }
+    }
+
+    /// The next answer to an op a quota refused, if one waits (only a resident module, which
+    /// just ran, can have one).
+    fn next_refusal(&mut self) -> Option<QueuedCompletion> {
+        match self {
+            State::Resident(running) => running.store.data_mut().refusals.pop_front(),
+            State::Suspended(_) => None,
         }
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::runtime::abi::BadAbiCall;
 use crate::runtime::abi::exports::Incompatible;
 use crate::runtime::memory_cap::MemoryLimitExceeded;
+use crate::runtime::quota::QuotaAbuse;
 
 /// Why a module was ended or could not run. Each ends only that module.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,6 +41,9 @@ pub enum ModuleError {
         /// The deadline.
         deadline: Duration,
     },
+    /// The module ignored its quota refusals, or was refused what it cannot be told about.
+    #[error("was ended for its quotas: {0}")]
+    QuotaAbuse(QuotaAbuse),
     /// A linear memory tried to grow past the module's memory limit.
     #[error("{0}")]
     MemoryLimit(MemoryLimitExceeded),

@@ -50,6 +50,7 @@ impl Running {
             .await
             .map_err(|err| entry_failed(&self.store, err, EXPORT_ABI_VERSION))?;
         check_version(packed as u32).map_err(|e| ModuleOutcome::Failed(e.into()))?;
+        self.store.data_mut().abi_minor = kube_wasm_abi::unpack_version(packed as u32).1;
 
         tracing::debug!("calling `_start`");
         arm_deadline(&mut self.store);

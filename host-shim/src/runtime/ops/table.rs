@@ -10,16 +10,21 @@ use super::OpKind;
 
 struct LiveOp {
     kind: OpKind,
-    task: AbortHandle,
+    /// The work task; `None` for an op refused by a quota, whose answer waits in the
+    /// module's refusals and which holds nothing else.
+    task: Option<AbortHandle>,
     started: std::time::Instant,
 }
 
 /// The live ops of one module, keyed by the ids the host issued to the guest.
 ///
 /// Ids start at 1 and only grow: an id is never 0 and never reused while the module lives.
+/// Ops with a work task ([`start`](Self::start)) are counted by kind, for the module's
+/// [quotas](crate::runtime::quota); refused ones ([`refuse`](Self::refuse)) are not.
 pub struct OpTable {
     next: OpId,
     live: HashMap<OpId, LiveOp>,
+    working: HashMap<OpKind, usize>,
 }
 
 impl Default for OpTable {
@@ -34,15 +39,35 @@ impl OpTable {
         Self {
             next: 1,
             live: HashMap::new(),
+            working: HashMap::new(),
         }
+    }
+
+    fn issue(&mut self) -> OpId {
+        let id = self.next;
+        self.next += 1;
+        id
     }
 
     /// Registers a new op of `kind`: allocates its id, calls `spawn` with it to start the work
     /// task, and keeps the task's abort handle until the op finishes or is cancelled.
     pub fn start(&mut self, kind: OpKind, spawn: impl FnOnce(OpId) -> AbortHandle) -> OpId {
-        let id = self.next;
-        self.next += 1;
+        let id = self.issue();
         let task = spawn(id);
+        *self.working.entry(kind).or_default() += 1;
+        self.insert(id, kind, Some(task));
+        id
+    }
+
+    /// Registers an op of `kind` refused by a quota: it gets an id and stays live until its
+    /// answer is delivered, but has no task and is not counted by [`working`](Self::working).
+    pub fn refuse(&mut self, kind: OpKind) -> OpId {
+        let id = self.issue();
+        self.insert(id, kind, None);
+        id
+    }
+
+    fn insert(&mut self, id: OpId, kind: OpKind, task: Option<AbortHandle>) {
         self.live.insert(
             id,
             LiveOp {
@@ -51,7 +76,26 @@ impl OpTable {
                 started: std::time::Instant::now(),
             },
         );
-        id
+    }
+
+    fn forget(&mut self, id: OpId) -> Option<LiveOp> {
+        let op = self.live.remove(&id)?;
+        if op.task.is_some()
+            && let Some(n) = self.working.get_mut(&op.kind)
+        {
+            *n = n.saturating_sub(1);
+        }
+        Some(op)
+    }
+
+    /// Number of live ops of `kind` with a work task (refused ones are not counted).
+    pub fn working(&self, kind: OpKind) -> usize {
+        self.working.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// Number of live ops with a work task, of every kind.
+    pub fn working_total(&self) -> usize {
+        self.working.values().sum()
     }
 
     /// Whether `id` is live: issued, and neither finished (final completion delivered) nor
@@ -64,17 +108,17 @@ impl OpTable {
     /// already ended (or is about to: it sends nothing after a final completion). Returns its
     /// kind and how long it lived, if it was live.
     pub fn retire(&mut self, id: OpId) -> Option<(OpKind, std::time::Duration)> {
-        self.live
-            .remove(&id)
-            .map(|op| (op.kind, op.started.elapsed()))
+        self.forget(id).map(|op| (op.kind, op.started.elapsed()))
     }
 
     /// Cancels a live op: aborts its task (dropping any upstream request or watch) and forgets
     /// it, so completions it already queued are discarded. Returns whether the op was live.
     pub fn cancel(&mut self, id: OpId) -> bool {
-        match self.live.remove(&id) {
+        match self.forget(id) {
             Some(op) => {
-                op.task.abort();
+                if let Some(task) = op.task {
+                    task.abort();
+                }
                 true
             }
             None => false,
@@ -85,9 +129,12 @@ impl OpTable {
     pub fn cancel_all(&mut self) -> OpCounts {
         let mut counts = OpCounts::default();
         for (_, op) in self.live.drain() {
-            op.task.abort();
+            if let Some(task) = op.task {
+                task.abort();
+            }
             *counts.by_kind.entry(op.kind).or_default() += 1;
         }
+        self.working.clear();
         counts
     }
 
@@ -174,6 +221,24 @@ mod tests {
         assert!(!ops.cancel(id), "a second cancel finds nothing");
         let err = task.await.expect_err("the task was aborted");
         assert!(err.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn refused_ops_are_live_but_not_working() {
+        let mut ops = OpTable::new();
+        let working = ops.start(OpKind::Http, |_| idle_task());
+        let refused = ops.refuse(OpKind::Http);
+        assert_eq!((ops.len(), ops.working(OpKind::Http)), (2, 1));
+        assert_eq!(ops.working_total(), 1);
+        assert!(ops.is_live(refused));
+        assert!(ops.retire(refused).is_some());
+        assert_eq!(
+            ops.working(OpKind::Http),
+            1,
+            "retiring a refusal frees no slot"
+        );
+        assert!(ops.cancel(working));
+        assert_eq!((ops.len(), ops.working(OpKind::Http)), (0, 0));
     }
 
     #[tokio::test]
