@@ -10,7 +10,13 @@
 //! - `tries`: sends each line of `HOSTILE_TRIES` (`IMPORT METHOD URI`, IMPORT one of `http`,
 //!   `watch`, `stream`) straight through that import, spelled as given, prints
 //!   `hostile: IMPORT METHOD URI -> OUTCOME` (the first completion's status, or
-//!   `error <code>`), then `hostile: tries done` (wasm32 only).
+//!   `error <code>`), then `hostile: tries done` (wasm32 only);
+//! - `flood`: floods one of the host's per-module quotas, by `HOSTILE_FLOOD` (wasm32 only):
+//!   `delays` (hour-long timers), `watches` (watches of ever new label selectors), `requests`
+//!   (GETs), `bodies` (16 MiB POSTs) or `logs` (lines as fast as it can). For the first four,
+//!   `HOSTILE_TASKS` tasks (default 256) each start an op through the raw import, await its
+//!   first completion and start the next; each prints `hostile: flood KIND refused N (OUTCOME)`
+//!   at every 100th refusal, where a refusal is a `429` response or an `error` of code `quota`.
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -43,6 +49,7 @@ async fn main() -> anyhow::Result<()> {
         "panic" => panic!("hostile: panicking on purpose"),
         "garbage" => garbage(),
         "tries" => tries(&std::env::var("HOSTILE_TRIES")?).await,
+        "flood" => flood(&std::env::var("HOSTILE_FLOOD")?).await,
         other => anyhow::bail!("unknown HOSTILE_MODE {other:?}"),
     }
 }
@@ -120,5 +127,102 @@ async fn tries(lines: &str) -> anyhow::Result<()> {
 
 #[cfg(not(target_arch = "wasm32"))]
 async fn tries(_lines: &str) -> anyhow::Result<()> {
+    anyhow::bail!("raw import calls exist only in wasm32")
+}
+
+#[cfg(target_arch = "wasm32")]
+async fn flood(kind: &str) -> anyhow::Result<()> {
+    use kube_wasm_abi::{Completion, ErrorCode, HttpRequest, ResponseMode, WatchRequest};
+    use kube_wasm_guest::Op;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    let namespace = std::env::var("KUBE_WASM_DEFAULT_NAMESPACE")?;
+    if kind == "logs" {
+        let mut n = 0u64;
+        loop {
+            for _ in 0..500 {
+                n += 1;
+                println!("hostile: log line {n}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+    let tasks: usize = std::env::var("HOSTILE_TASKS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(256);
+    let big = Rc::new(vec![b' '; 16 << 20]);
+    let refused = Rc::new(Cell::new(0u64));
+    let started = Rc::new(Cell::new(0u64));
+    let kind: Rc<str> = kind.into();
+    let mut handles = Vec::new();
+    for _ in 0..tasks {
+        let (kind, big, refused, started) =
+            (kind.clone(), big.clone(), refused.clone(), started.clone());
+        let namespace = namespace.clone();
+        handles.push(tokio::task::spawn_local(async move {
+            loop {
+                let n = started.get() + 1;
+                started.set(n);
+                let mut op = match &*kind {
+                    "delays" => Op::delay(3_600_000),
+                    "watches" => Op::watch(&WatchRequest {
+                        path: format!("/api/v1/namespaces/{namespace}/configmaps"),
+                        label_selector: Some(format!("flood={n}")),
+                        field_selector: None,
+                        timeout_seconds: Some(3600),
+                        bookmarks: false,
+                        send_initial_events: false,
+                        resource_version: String::new(),
+                        metadata_only: false,
+                    }),
+                    "requests" => Op::http(
+                        &HttpRequest {
+                            method: "GET".into(),
+                            uri: format!("/api/v1/namespaces/{namespace}/configmaps?limit=1"),
+                            headers: Vec::new(),
+                            response: ResponseMode::Whole,
+                        },
+                        b"",
+                    ),
+                    "bodies" => Op::http(
+                        &HttpRequest {
+                            method: "POST".into(),
+                            uri: format!("/api/v1/namespaces/{namespace}/configmaps"),
+                            headers: vec![("content-type".into(), "application/json".into())],
+                            response: ResponseMode::Whole,
+                        },
+                        &big,
+                    ),
+                    other => panic!("unknown HOSTILE_FLOOD {other:?}"),
+                };
+                let outcome = match op.next_delivery().await.map(|d| d.completion) {
+                    Some(Completion::Response { status: 429, .. }) => Some("429".to_owned()),
+                    Some(Completion::Error(e)) if e.code == ErrorCode::Quota => {
+                        Some(format!("quota: {}", e.message))
+                    }
+                    _ => None,
+                };
+                if let Some(outcome) = outcome {
+                    let total = refused.get() + 1;
+                    refused.set(total);
+                    if total % 100 == 1 {
+                        println!("hostile: flood {kind} refused {total} ({outcome})");
+                    }
+                } else if &*kind == "watches" {
+                    // An admitted watch is held open, as a leaking controller would.
+                    while op.next_delivery().await.is_some() {}
+                }
+            }
+        }));
+    }
+    // The tasks never end; the module floods until the host stops it.
+    futures::future::try_join_all(handles).await?;
+    Ok(())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+async fn flood(_kind: &str) -> anyhow::Result<()> {
     anyhow::bail!("raw import calls exist only in wasm32")
 }

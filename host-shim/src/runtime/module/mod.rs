@@ -222,7 +222,13 @@ async fn live(
         shell.warn_if_stuck(&state.host_state().ops);
         let idle_at = state.idle_at(&shell);
         let wake = match state.next_refusal() {
-            Some(refusal) => Wake::Completion(refusal),
+            Some(refusal) => {
+                // A guest that answers each refusal with another op would otherwise keep
+                // this task from ever yielding; like a channel receive, count against
+                // tokio's cooperative budget.
+                tokio::task::consume_budget().await;
+                Wake::Completion(refusal)
+            }
             None => shell.wait(idle_at).await,
         };
         match wake {

@@ -17,7 +17,10 @@
 //!
 //! An informer lives while a module is subscribed to it and for [`CacheSettings::linger`]
 //! after the last one left (so a module's relist or restart does not cost a new LIST), then
-//! it closes its upstream watch. Each history is bounded by [`CacheSettings::history_events`]
+//! it closes its upstream watch. At most [`CacheSettings::max_lingering`] informers linger at
+//! once: past that, one whose last subscriber leaves closes at once, so a module that churns
+//! watches of ever new selectors holds no more upstream watches than its `watches` quota
+//! (see `crate::runtime::quota`) plus that bound. Each history is bounded by [`CacheSettings::history_events`]
 //! and all of them together by [`CacheSettings::history_bytes`].
 
 pub mod event;
@@ -52,6 +55,9 @@ pub struct CacheSettings {
     pub history_bytes: usize,
     /// How long an informer without subscribers keeps its upstream watch.
     pub linger: Duration,
+    /// Most informers without subscribers kept at once (lingering); past it an informer
+    /// closes as soon as its last subscriber leaves.
+    pub max_lingering: usize,
 }
 
 impl Default for CacheSettings {
@@ -60,6 +66,7 @@ impl Default for CacheSettings {
             history_events: 1024,
             history_bytes: 64 * 1024 * 1024,
             linger: Duration::from_secs(30),
+            max_lingering: 64,
         }
     }
 }
@@ -124,6 +131,7 @@ struct Inner {
     metrics: Metrics,
     entries: Mutex<HashMap<WatchKey, Entry>>,
     history_bytes: AtomicUsize,
+    lingering: Arc<Lingering>,
 }
 
 /// The host's shared watches. Cheap to clone.
@@ -151,6 +159,7 @@ impl WatchCache {
                 metrics,
                 entries: Mutex::new(HashMap::new()),
                 history_bytes: AtomicUsize::new(0),
+                lingering: Arc::new(Lingering::new(settings.max_lingering)),
             }),
         }
     }
@@ -311,13 +320,68 @@ impl Drop for Subscription {
         let shared = self.shared.clone();
         let linger = cache.inner.settings.linger;
         // Dropped inside op tasks, which run on the host's runtime.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                tokio::time::sleep(linger).await;
-                cache.retire_if_unused(&shared);
-            });
-        } else {
-            cache.retire_if_unused(&shared);
+        let runtime = tokio::runtime::Handle::try_current();
+        match (runtime, cache.inner.lingering.clone().enter()) {
+            (Ok(runtime), Some(slot)) => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(linger).await;
+                    drop(slot);
+                    cache.retire_if_unused(&shared);
+                });
+            }
+            _ => cache.retire_if_unused(&shared),
         }
+    }
+}
+
+/// Counts the informers lingering without subscribers, up to a bound.
+#[derive(Debug)]
+struct Lingering {
+    now: AtomicUsize,
+    max: usize,
+}
+
+/// One informer's place among the lingering ones; dropping it frees the place.
+struct LingerSlot(Arc<Lingering>);
+
+impl Lingering {
+    fn new(max: usize) -> Self {
+        Self {
+            now: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// A place to linger, if fewer than the bound linger now.
+    fn enter(self: Arc<Self>) -> Option<LingerSlot> {
+        let admitted = self
+            .now
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .is_ok();
+        admitted.then_some(LingerSlot(self))
+    }
+}
+
+impl Drop for LingerSlot {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_informers_linger() {
+        let lingering = Arc::new(Lingering::new(2));
+        let a = lingering.clone().enter().expect("room");
+        let _b = lingering.clone().enter().expect("room");
+        assert!(lingering.clone().enter().is_none(), "full: close at once");
+        drop(a);
+        assert!(lingering.clone().enter().is_some(), "a place came free");
+        assert!(Arc::new(Lingering::new(0)).enter().is_none());
     }
 }
