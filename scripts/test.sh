@@ -14,8 +14,9 @@ step "toolchain: wasm32-wasip1 target, rustfmt, clippy"
 rustup target add wasm32-wasip1
 rustup component add rustfmt clippy
 
-step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached)"
+step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached), and the OCI registry"
 scripts/control-plane.sh provision >/dev/null
+scripts/registry.sh provision >/dev/null
 
 step "format"
 cargo fmt --all -- --check
@@ -48,10 +49,12 @@ cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
   "${programs[@]}" -- -D warnings
 
-step "end to end: start a control plane"
+step "end to end: start a control plane and an OCI registry"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
-trap 'scripts/control-plane.sh stop "$cp_dir" || true' EXIT
+registry_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-registry.XXXXXX")
+trap 'scripts/control-plane.sh stop "$cp_dir" || true; scripts/registry.sh stop "$registry_dir" || true' EXIT
 scripts/control-plane.sh start "$cp_dir" >/dev/null
+scripts/registry.sh start "$registry_dir" >/dev/null
 set -a
 # shellcheck disable=SC1091
 . "$cp_dir/env"
@@ -61,6 +64,8 @@ export KUBE_WASM_CONTROL_PLANE_DIR="$cp_dir"
 export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
 export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
 export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"
+KUBE_WASM_REGISTRY=$(sed -n 's/^REGISTRY=//p' "$registry_dir/env")
+export KUBE_WASM_REGISTRY KUBE_WASM_REGISTRY_DIR="$registry_dir"
 
 step "end to end: wasm modules in the host shim against the real apiserver"
 # The e2e test targets selected within the whole workspace (not `-p kube-wasm-e2e`): cargo

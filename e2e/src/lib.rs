@@ -12,12 +12,15 @@
 //! - `KUBE_WASM_HOST_SHIM`: the host-shim binary;
 //! - `KUBE_WASM_MODULES`: the folder holding the `.wasm` modules;
 //! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs;
-//! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`].
+//! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`];
+//! - `KUBE_WASM_REGISTRY`, `KUBE_WASM_REGISTRY_DIR`: the test OCI registry (`host:port`, plain
+//!   HTTP) and its folder, for [`registry`].
 
 pub mod audit;
 pub mod manifest;
 pub mod metrics;
 pub mod objects;
+pub mod registry;
 pub mod side_by_side;
 pub mod state;
 

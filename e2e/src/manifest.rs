@@ -22,6 +22,8 @@ pub struct Entry {
     pub memory: Option<String>,
     /// More fields, as YAML lines of the entry (e.g. `restartPolicy: Never`).
     pub fields: Vec<String>,
+    /// An OCI image reference to pull instead of the `wasm` file.
+    pub image: Option<String>,
 }
 
 impl Entry {
@@ -40,6 +42,15 @@ impl Entry {
             env: Vec::new(),
             memory: None,
             fields: Vec::new(),
+            image: None,
+        }
+    }
+
+    /// Module `name` pulled from the OCI image `reference`.
+    pub fn with_image(name: &str, reference: &str) -> Self {
+        Self {
+            image: Some(reference.into()),
+            ..Self::with_wasm(name, Path::new(""))
         }
     }
 
@@ -81,7 +92,14 @@ pub fn render(cache_dir: &str, settings: &str, entries: &[Entry]) -> String {
     let mut text = format!("cacheDir: {}\n{settings}\nmodules:\n", quote(cache_dir));
     for entry in entries {
         let _ = writeln!(text, "  - name: {}", quote(&entry.name));
-        let _ = writeln!(text, "    wasm: {}", quote(&entry.wasm.to_string_lossy()));
+        match &entry.image {
+            Some(image) => {
+                let _ = writeln!(text, "    image: {}", quote(image));
+            }
+            None => {
+                let _ = writeln!(text, "    wasm: {}", quote(&entry.wasm.to_string_lossy()));
+            }
+        }
         if let Some(ns) = &entry.namespace {
             let _ = writeln!(text, "    namespace: {}", quote(ns));
         }

@@ -6,13 +6,17 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser as _;
-use host_shim::fleet::cli::{Cli, Command, RunArgs};
+use host_shim::fleet::cli::{Cli, Command, PushArgs, RunArgs};
+use host_shim::fleet::oci::RegistrySettings;
+use host_shim::fleet::oci::pull::Puller;
+use host_shim::fleet::oci::store::ModuleStore;
 use host_shim::fleet::run_config::RunConfig;
-use host_shim::runtime::module::ModuleOutcome;
-use host_shim::runtime::options::ModuleSpec;
+use host_shim::runtime::module::{ModuleError, ModuleOutcome};
+use host_shim::runtime::options::{ModuleSource, ModuleSpec};
 use host_shim::runtime::supervisor::exit_status;
 use host_shim::upstream::identity::Identities;
 use host_shim::{Host, ModuleReport, StopHandle, Supervisor};
+use oci_client::secrets::RegistryAuth;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -36,8 +40,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let Command::Run(args) = cli.command;
-    match runtime.block_on(run_host(args)) {
+    let outcome = match cli.command {
+        Command::Run(args) => runtime.block_on(run_host(args)),
+        Command::Push(args) => runtime.block_on(push(args)),
+    };
+    match outcome {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
             tracing::error!("{err:#}");
@@ -116,6 +123,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<u8> {
         namespace = upstream.default_namespace(),
         "connected to the cluster configuration"
     );
+    let puller = Puller::new(&config.registries, module_store(&config.settings));
     let host = Host::with_identities(identities, config.settings)?;
     let _metrics_server = match config.metrics_addr {
         Some(addr) => {
@@ -135,10 +143,30 @@ async fn run_host(args: RunArgs) -> anyhow::Result<u8> {
     let mut reports = Vec::new();
     for ModuleSpec {
         name,
-        wasm,
+        source,
         options,
     } in config.modules
     {
+        let wasm = match source {
+            ModuleSource::File(path) => path,
+            // Static modules are pulled anonymously; pull secrets belong to WasmControllers.
+            ModuleSource::Image(image) => match puller.pull(&image, &RegistryAuth::Anonymous).await
+            {
+                Ok(pulled) => {
+                    tracing::info!("module `{name}`: {image} is {}", pulled.pinned);
+                    pulled.path
+                }
+                Err(err) => {
+                    tracing::error!("module `{name}`: {err}");
+                    reports.push(ModuleReport {
+                        name,
+                        outcome: ModuleOutcome::Failed(ModuleError::Fetch(err.to_string())),
+                        restarts: 0,
+                    });
+                    continue;
+                }
+            },
+        };
         let compiler = host.clone();
         let task_name = name.clone();
         let compiled = tokio::task::spawn_blocking(move || compiler.load_file(&task_name, &wasm))
@@ -169,6 +197,54 @@ async fn run_host(args: RunArgs) -> anyhow::Result<u8> {
         tracing::info!("module `{}`: {}", report.name, report.outcome);
     }
     Ok(exit_status(&reports))
+}
+
+/// Where pulled modules are kept: `oci/` in the cache folder, else in the system's temporary
+/// folder.
+fn module_store(settings: &host_shim::Settings) -> ModuleStore {
+    let base = settings
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("kube-wasm"));
+    ModuleStore::new(base.join("oci"))
+}
+
+/// `host-shim push`: publishes a module; prints the pushed reference pinned by digest.
+async fn push(args: PushArgs) -> anyhow::Result<u8> {
+    let wasm = std::fs::read(&args.module)
+        .with_context(|| format!("reading {}", args.module.display()))?;
+    let auth = match args.username {
+        Some(user) => {
+            let mut password = String::new();
+            std::io::stdin()
+                .read_line(&mut password)
+                .context("reading the password from stdin")?;
+            RegistryAuth::Basic(user, password.trim_end_matches(['\r', '\n']).to_owned())
+        }
+        None => RegistryAuth::Anonymous,
+    };
+    let settings = RegistrySettings {
+        insecure: if args.insecure {
+            let reference: oci_client::Reference = args
+                .reference
+                .parse()
+                .with_context(|| format!("{:?} is not an image reference", args.reference))?;
+            vec![reference.registry().to_owned()]
+        } else {
+            Vec::new()
+        },
+    };
+    let pinned = host_shim::fleet::oci::push::push(
+        &settings,
+        wasm,
+        &args.reference,
+        &args.layer_media_type,
+        &auth,
+    )
+    .await
+    .with_context(|| format!("pushing to {}", args.reference))?;
+    println!("{pinned}");
+    Ok(0)
 }
 
 /// The host's stop signals: SIGINT and SIGTERM (Ctrl-C elsewhere).

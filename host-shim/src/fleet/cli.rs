@@ -1,5 +1,5 @@
-//! The command line: `host-shim run [OPTIONS] MODULE.wasm...` or
-//! `host-shim run [OPTIONS] --manifest host.yaml`.
+//! The command line: `host-shim run [OPTIONS] MODULE.wasm...`,
+//! `host-shim run [OPTIONS] --manifest host.yaml`, or `host-shim push MODULE.wasm REFERENCE`.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,39 @@ pub enum Command {
     /// the host is stopped (SIGINT/SIGTERM). Exits 0 if every module exited with status 0,
     /// else 1.
     Run(RunArgs),
+    /// Publish a module to an OCI registry, as an artifact with one `application/wasm` layer
+    /// (the CNCF wasm OCI artifact layout); prints the pushed reference pinned by digest
+    /// (`registry/repository@sha256:…`), which a manifest's `image` can name.
+    Push(PushArgs),
+}
+
+/// Options of `host-shim push`.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The module to push.
+    #[arg(value_name = "MODULE.wasm")]
+    pub module: PathBuf,
+
+    /// Where to push it: `registry[:port]/repository:tag`.
+    #[arg(value_name = "REFERENCE")]
+    pub reference: String,
+
+    /// Speak plain HTTP to the registry (for a registry on loopback).
+    #[arg(long)]
+    pub insecure: bool,
+
+    /// User name for the registry; the password is read from stdin (`--password-stdin`).
+    #[arg(long, value_name = "NAME", requires = "password_stdin")]
+    pub username: Option<String>,
+
+    /// Read the registry password from stdin (one line).
+    #[arg(long, requires = "username")]
+    pub password_stdin: bool,
+
+    /// Media type of the wasm layer (default `application/wasm`; older tools read
+    /// `application/vnd.wasm.content.layer.v1+wasm`).
+    #[arg(long, value_name = "TYPE", default_value = "application/wasm")]
+    pub layer_media_type: String,
 }
 
 /// Options of `host-shim run`.
@@ -81,6 +114,11 @@ pub struct RunArgs {
     /// `suspended` inside the cache folder, else the system's temporary folder).
     #[arg(long, value_name = "DIR")]
     pub suspend_dir: Option<PathBuf>,
+
+    /// A registry (`host[:port]`) to reach over plain HTTP rather than HTTPS (repeatable; added
+    /// to the manifest's `insecureRegistries`).
+    #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
+    pub insecure_registries: Vec<String>,
 
     /// The modules to run, each named after its file stem and never restarted (use a
     /// manifest for more).
@@ -188,7 +226,9 @@ mod tests {
             "b.wasm",
         ])
         .expect("parses");
-        let Command::Run(args) = cli.command;
+        let Command::Run(args) = cli.command else {
+            panic!("a run command")
+        };
         assert_eq!(args.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(args.context.as_deref(), Some("kind"));
         assert_eq!(args.stop_timeout, Some(3));
@@ -213,7 +253,9 @@ mod tests {
             "a.wasm",
         ])
         .expect("parses");
-        let Command::Run(args) = cli.command;
+        let Command::Run(args) = cli.command else {
+            panic!("a run command")
+        };
         assert_eq!(
             args.suspend_after,
             Some(std::time::Duration::from_millis(500))
@@ -232,7 +274,9 @@ mod tests {
     fn run_takes_a_manifest_instead_of_modules() {
         let cli =
             Cli::try_parse_from(["host-shim", "run", "--manifest", "host.yaml"]).expect("parses");
-        let Command::Run(args) = cli.command;
+        let Command::Run(args) = cli.command else {
+            panic!("a run command")
+        };
         assert_eq!(args.manifest, Some(PathBuf::from("host.yaml")));
         assert!(args.modules.is_empty());
         assert!(

@@ -10,13 +10,16 @@
 //!                                    #   share one upstream LIST+WATCH (see `watch_cache`)
 //! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
 //!                                    #   (default: <cacheDir>/suspended; see `suspend`)
+//! insecureRegistries: [127.0.0.1:5000]  # optional: registries reached over plain HTTP
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
 //!   max: 5m
 //!   resetAfter: 10m
 //! modules:
 //!   - name: mirror-a                 # unique, a DNS label: [a-z0-9-], at most 63
-//!     wasm: modules/configmap-mirror.wasm   # relative to the manifest's folder
+//!     wasm: modules/configmap-mirror.wasm   # relative to the manifest's folder; or instead
+//!   # image: registry.example/team/configmap-mirror:v1   # an OCI image (tag or @sha256:…)
+//!   #                                #   pulled at start (see `oci`)
 //!     namespace: team-a              # optional: the module's default namespace
 //!     env: {RUST_LOG: info}          # optional: string values only
 //!     args: ["--verbose"]            # optional: argv after the module name
@@ -57,7 +60,7 @@ use serde::Deserialize;
 
 use crate::backoff::Backoff;
 use crate::fleet::units::{parse_duration, parse_size};
-use crate::runtime::options::{ModuleOptions, ModuleSpec};
+use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
 use crate::runtime::quota::Quotas;
 use crate::runtime::restart::RestartPolicy;
 use crate::runtime::suspend::SuspendPolicy;
@@ -91,6 +94,8 @@ pub struct Manifest {
     pub shared_watches: bool,
     /// Where snapshots of suspended modules go (`suspendDir`), if set.
     pub suspend_dir: Option<PathBuf>,
+    /// Registries reached over plain HTTP (`insecureRegistries`, `host[:port]`).
+    pub insecure_registries: Vec<String>,
     /// The modules, in manifest order (at least one).
     pub modules: Vec<ModuleSpec>,
 }
@@ -150,6 +155,8 @@ struct RawManifest {
     shared_watches: Option<bool>,
     suspend_dir: Option<String>,
     #[serde(default)]
+    insecure_registries: Vec<String>,
+    #[serde(default)]
     modules: Vec<RawModule>,
 }
 
@@ -165,7 +172,8 @@ struct RawBackoff {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawModule {
     name: String,
-    wasm: String,
+    wasm: Option<String>,
+    image: Option<String>,
     namespace: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
@@ -321,6 +329,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         metrics_addr,
         shared_watches: raw.shared_watches.unwrap_or(true),
         suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
+        insecure_registries: raw.insecure_registries,
         modules,
     }
 }
@@ -339,12 +348,35 @@ fn validate_module(
     {
         problems.push(format!("{at}.namespace: {e}"));
     }
-    let wasm = base.join(&raw.wasm);
-    if raw.wasm.is_empty() {
-        problems.push(format!("{at}.wasm: is empty"));
-    } else if !wasm.is_file() {
-        problems.push(format!("{at}.wasm: {} is not a file", wasm.display()));
-    }
+    let source = match (raw.wasm, raw.image) {
+        (Some(wasm), None) => {
+            let path = base.join(&wasm);
+            if wasm.is_empty() {
+                problems.push(format!("{at}.wasm: is empty"));
+            } else if !path.is_file() {
+                problems.push(format!("{at}.wasm: {} is not a file", path.display()));
+            }
+            ModuleSource::File(path)
+        }
+        (None, Some(image)) => {
+            if let Err(e) = image.parse::<oci_client::Reference>() {
+                problems.push(format!(
+                    "{at}.image: {image:?} is not an image reference ({e})"
+                ));
+            }
+            ModuleSource::Image(image)
+        }
+        (Some(_), Some(_)) => {
+            problems.push(format!("{at}: has both `wasm` and `image`; give one"));
+            ModuleSource::File(PathBuf::new())
+        }
+        (None, None) => {
+            problems.push(format!(
+                "{at}: has neither `wasm` (a file) nor `image` (an OCI reference)"
+            ));
+            ModuleSource::File(PathBuf::new())
+        }
+    };
     for key in raw.env.keys() {
         if key.is_empty() || key.contains('=') || key.contains('\0') {
             problems.push(format!(
@@ -423,7 +455,7 @@ fn validate_module(
         .unwrap_or_default();
     ModuleSpec {
         name: raw.name,
-        wasm,
+        source,
         options: ModuleOptions {
             namespace: raw.namespace,
             env: raw.env.into_iter().collect(),
@@ -637,7 +669,10 @@ modules:
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0].options;
-        assert_eq!(manifest.modules[0].wasm, base.join("Cargo.toml"));
+        assert_eq!(
+            manifest.modules[0].source,
+            ModuleSource::File(base.join("Cargo.toml"))
+        );
         assert_eq!(a.namespace.as_deref(), Some("team-a"));
         assert_eq!(
             a.env,

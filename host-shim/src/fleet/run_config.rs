@@ -13,9 +13,10 @@ use std::time::Duration;
 use crate::fleet::cli::{RunArgs, module_names};
 use crate::fleet::config::ClusterSource;
 use crate::fleet::manifest::{MAX_MEMORY_LIMIT, Manifest, ManifestError};
+use crate::fleet::oci::RegistrySettings;
 use crate::runtime::engine::PoolSize;
 use crate::runtime::host::Settings;
-use crate::runtime::options::{ModuleOptions, ModuleSpec};
+use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
 use crate::runtime::suspend::SuspendPolicy;
 use crate::upstream::limits::OpLimits;
 use crate::upstream::watch_cache::CacheSettings;
@@ -35,6 +36,8 @@ pub struct RunConfig {
     pub stop_timeout: Duration,
     /// Where the metrics endpoint listens, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
+    /// How registries are reached, for modules given as images.
+    pub registries: RegistrySettings,
     /// The modules, in order.
     pub modules: Vec<ModuleSpec>,
 }
@@ -67,7 +70,7 @@ impl RunConfig {
                     .zip(&args.modules)
                     .map(|(name, wasm)| ModuleSpec {
                         name,
-                        wasm: wasm.clone(),
+                        source: ModuleSource::File(wasm.clone()),
                         options: ModuleOptions {
                             suspend: suspend_after,
                             ..ModuleOptions::default()
@@ -127,6 +130,14 @@ impl RunConfig {
             metrics_addr: args
                 .metrics_addr
                 .or_else(|| manifest.and_then(|m| m.metrics_addr)),
+            registries: RegistrySettings {
+                insecure: args
+                    .insecure_registries
+                    .iter()
+                    .chain(manifest.iter().flat_map(|m| &m.insecure_registries))
+                    .cloned()
+                    .collect(),
+            },
             modules,
         }
     }
@@ -146,7 +157,9 @@ mod tests {
     fn args(line: &[&str]) -> RunArgs {
         let mut argv = vec!["host-shim", "run"];
         argv.extend_from_slice(line);
-        let Command::Run(args) = Cli::try_parse_from(argv).expect("valid arguments").command;
+        let Command::Run(args) = Cli::try_parse_from(argv).expect("valid arguments").command else {
+            panic!("a run command")
+        };
         args
     }
 

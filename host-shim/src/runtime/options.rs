@@ -54,14 +54,24 @@ impl Default for ModuleOptions {
     }
 }
 
-/// One module to run: its name in the host, its file and its options — what a manifest entry
-/// and a `MODULE.wasm` argument of the command line both become.
+/// One module to run: its name in the host, where its wasm comes from and its options — what
+/// a manifest entry and a `MODULE.wasm` argument of the command line both become.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleSpec {
     /// Its name in the host: output prefix, `KUBE_WASM_MODULE`, argv\[0\].
     pub name: String,
-    /// The `.wasm` file.
-    pub wasm: PathBuf,
+    /// Where its wasm comes from.
+    pub source: ModuleSource,
     /// What it runs with.
     pub options: ModuleOptions,
+}
+
+/// Where a module's wasm comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleSource {
+    /// A `.wasm` file the host reads.
+    File(PathBuf),
+    /// An OCI image reference (by tag or digest) the host pulls (see
+    /// [`crate::fleet::oci`]).
+    Image(String),
 }

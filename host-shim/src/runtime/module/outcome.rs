@@ -11,6 +11,9 @@ use crate::runtime::quota::QuotaAbuse;
 /// Why a module was ended or could not run. Each ends only that module.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModuleError {
+    /// The module's wasm could not be fetched (pulled from its registry).
+    #[error("could not be fetched: {0}")]
+    Fetch(String),
     /// The wasm could not be read or compiled.
     #[error("could not be compiled: {0}")]
     Compile(String),

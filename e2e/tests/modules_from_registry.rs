@@ -1,0 +1,175 @@
+//! Modules from a real OCI registry (Debian's docker-registry): pushed with `host-shim push`,
+//! named by tag in a manifest's `image`, pulled (tag resolved to a digest, content checked
+//! against it) and run; a tampered blob, a container image and a missing image fail that module
+//! alone, with the reason, while a module beside them runs.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
+use kube_wasm_e2e::registry::{self, blob_file};
+use kube_wasm_e2e::{client, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
+use std::time::Duration;
+
+fn labelled(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("n".to_string(), name.to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+fn settings() -> String {
+    format!("insecureRegistries: [{}]", registry::address())
+}
+
+/// The registry blob whose content is the module of `program`.
+fn blob_of(program: &str) -> std::path::PathBuf {
+    let wasm = std::fs::read(env_path("KUBE_WASM_MODULES").join(format!("{program}.wasm")))
+        .expect("module built");
+    let blobs = env_path("KUBE_WASM_REGISTRY_DIR").join("storage/docker/registry/v2/blobs/sha256");
+    for prefix in std::fs::read_dir(&blobs).expect("blobs").flatten() {
+        for blob in std::fs::read_dir(prefix.path())
+            .expect("blob dirs")
+            .flatten()
+        {
+            let hex = blob.file_name().to_string_lossy().into_owned();
+            let file = blob_file(&hex);
+            if std::fs::metadata(&file).is_ok_and(|m| m.len() == wasm.len() as u64)
+                && std::fs::read(&file).is_ok_and(|bytes| bytes == wasm)
+            {
+                return file;
+            }
+        }
+    }
+    panic!("no blob holds {program}.wasm")
+}
+
+#[tokio::test]
+async fn a_module_pulled_by_tag_runs_and_is_kept_by_digest() {
+    let client = client().await;
+    let ns = fresh_namespace(&client, "from-registry").await;
+    let repository = format!("e2e/mirror-{}", std::process::id());
+    let pinned = registry::push("configmap-mirror", &repository, "v1", &[]);
+    let digest = pinned
+        .split_once('@')
+        .map(|(_, d)| d.to_owned())
+        .expect("pinned");
+    let dir = scratch_dir().join(format!("registry-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let image = format!("{}/{repository}:v1", registry::address());
+    let manifest = write_manifest(
+        &dir,
+        "host.yaml",
+        &settings(),
+        &[Entry::with_image("mirror", &image).namespace(&ns)],
+    );
+    let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
+    host.stdout
+        .wait_for(
+            "[mirror] configmap-mirror: watching",
+            Duration::from_secs(60),
+        )
+        .expect("the pulled module starts");
+    host.stderr
+        .wait_for(
+            &format!("module `mirror`: {image} is {pinned}"),
+            Duration::from_secs(5),
+        )
+        .expect("the tag is resolved to the digest pushed");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    cms.create(&PostParams::default(), &labelled("pulled"))
+        .await
+        .expect("create");
+    eventually(
+        Duration::from_secs(20),
+        "the pulled mirror to mirror",
+        || async { secrets.get_opt("pulled").await.ok().flatten() },
+    )
+    .await;
+    let stored = dir
+        .join("module-cache/oci/sha256")
+        .join(format!("{}.wasm", digest.trim_start_matches("sha256:")));
+    let wasm = std::fs::read(env_path("KUBE_WASM_MODULES").join("configmap-mirror.wasm"))
+        .expect("module built");
+    assert_eq!(
+        std::fs::read(&stored).ok(),
+        Some(wasm),
+        "the store keeps the module under its manifest's digest ({})",
+        stored.display()
+    );
+    let status = host.terminate(Duration::from_secs(30)).expect("host exits");
+    assert!(status.success(), "the mirror exits cleanly on SIGTERM");
+}
+
+#[tokio::test]
+async fn bad_images_fail_their_module_alone_with_the_reason() {
+    let client = client().await;
+    let ns = fresh_namespace(&client, "bad-images").await;
+    let pid = std::process::id();
+    let address = registry::address();
+    registry::push("configmap-mirror", &format!("e2e/good-{pid}"), "v1", &[]);
+    // multi-watch's layer is pushed here only: tampering with it harms no other test.
+    registry::push("multi-watch", &format!("e2e/tampered-{pid}"), "v1", &[]);
+    let blob = blob_of("multi-watch");
+    let mut bytes = std::fs::read(&blob).expect("blob");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&blob, bytes).expect("tampered");
+    registry::push(
+        "configmap-generator",
+        &format!("e2e/container-{pid}"),
+        "v1",
+        &[
+            "--layer-media-type",
+            "application/vnd.oci.image.layer.v1.tar",
+        ],
+    );
+    let wrong_digest = format!("sha256:{}", "0".repeat(64));
+    let entries = [
+        Entry::with_image("good", &format!("{address}/e2e/good-{pid}:v1")).namespace(&ns),
+        Entry::with_image("tampered", &format!("{address}/e2e/tampered-{pid}:v1")),
+        Entry::with_image("container", &format!("{address}/e2e/container-{pid}:v1")),
+        Entry::with_image("missing", &format!("{address}/e2e/missing-{pid}:v1")),
+        Entry::with_image(
+            "pinned",
+            &format!("{address}/e2e/good-{pid}@{wrong_digest}"),
+        ),
+    ];
+    let dir = scratch_dir().join(format!("registry-bad-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let manifest = write_manifest(&dir, "host.yaml", &settings(), &entries);
+    let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
+    host.stdout
+        .wait_for("[good] configmap-mirror: watching", Duration::from_secs(60))
+        .expect("the good module starts beside the bad ones");
+    for (module, reason) in [
+        ("tampered", "digest"),
+        ("container", "is not a wasm module"),
+        ("missing", "pulling"),
+        ("pinned", "pulling"),
+    ] {
+        let line = host
+            .stderr
+            .wait_for(&format!("module `{module}`: "), Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{module} fails: {e}"));
+        assert!(
+            line.to_ascii_lowercase().contains(reason),
+            "{module} fails because of {reason:?}: {line}"
+        );
+    }
+    let stored = std::fs::read_dir(dir.join("module-cache/oci/sha256"))
+        .expect("the store")
+        .count();
+    assert_eq!(stored, 1, "only the good module is stored");
+    let status = host.terminate(Duration::from_secs(30)).expect("host exits");
+    assert!(
+        !status.success(),
+        "modules that could not be fetched fail the host's exit status"
+    );
+}
