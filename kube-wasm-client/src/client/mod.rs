@@ -20,6 +20,10 @@ mod host_error;
 mod request_events;
 mod request_stream;
 mod requests;
+#[cfg(feature = "unstable-client")]
+mod scoped;
+#[cfg(feature = "unstable-client")]
+mod scoped_requests;
 mod send;
 mod server_info;
 #[cfg(feature = "ws")]
@@ -27,6 +31,14 @@ mod upgrade;
 mod watch;
 
 pub use body::Body;
+
+/// Scopes for the `unstable-client` methods [`Client::get`], [`Client::list`] and
+/// [`Client::fetch`], as kube 5.0's `kube::client::scope`: [`Cluster`](scope::Cluster),
+/// [`Namespace`](scope::Namespace) and the [`NamespacedRef`](scope::NamespacedRef) trait.
+#[cfg(feature = "unstable-client")]
+pub mod scope {
+    pub use super::scoped::{Cluster, Namespace, NamespacedRef};
+}
 
 #[cfg(feature = "ws")]
 pub use connection::Connection;
