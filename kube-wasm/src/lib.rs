@@ -22,8 +22,11 @@
 //! `rustls-tls`, `ring`):
 //!
 //! - `client`, `config`: as in kube (the client and config modules).
-//! - `derive`, `admission`, `jsonpatch`, `cel`, `kubelet-debug`: forwarded to kube-core /
-//!   kube-derive as in kube.
+//! - `derive`, `admission`, `jsonpatch`, `cel`: forwarded to kube-core / kube-derive as in
+//!   kube.
+//! - `kubelet-debug`: as in kube, `Client::kubelet_node_{logs,attach,exec,portforward}` and
+//!   kube-core's `kubelet_debug`; a guest reaches the kubelet through the API server's node
+//!   proxy, with a client whose `Config::cluster_url` is `{host URL}/api/v1/nodes/{node}/proxy`.
 //! - `ws`: as in kube, `Api::exec`, `Api::attach`, `Api::portforward`, `Client::connect`,
 //!   `client::UpgradeConnectionError` and `Error::UpgradeConnection`, over a websocket the
 //!   host opens with kube's own client and relays message by message.
