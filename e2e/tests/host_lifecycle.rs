@@ -45,3 +45,31 @@ async fn a_module_that_ignores_stop_is_ended_and_its_watch_closed() {
     )
     .await;
 }
+
+/// A plain `fn main()` that prints and returns, with nothing pending: natively the process
+/// exits 0 at once, and so does the host running it as a module, with the same output.
+#[tokio::test]
+async fn a_module_whose_main_returns_with_nothing_pending_exits_0_promptly() {
+    let native = kube_wasm_e2e::run_native_to_end("print-object", &[]);
+    let client = client().await;
+    let ns = fresh_namespace(&client, "returns").await;
+    let kubeconfig = kubeconfig_for(&ns, &scratch_dir());
+    let started = std::time::Instant::now();
+    let mut host = HostShim::start(&kubeconfig, &[], "print-object");
+    let status = host.wait(Duration::from_secs(20)).expect("host exits");
+    let took = started.elapsed();
+    let lines = host.module_output("print-object");
+    assert!(
+        status.success(),
+        "host-shim ended with {status}: {lines:#?}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_eq!(lines, native);
+    assert_eq!(
+        native,
+        [
+            "ConfigMap /api/v1/namespaces/ns/configmaps",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"printed"}}"#
+        ]
+    );
+}
