@@ -3,13 +3,17 @@
 //! `v5.channel.k8s.io`, once `v4.channel.k8s.io` — compared line for line with the same
 //! program built natively with kube 5.0. (A real kubelet is needed for real pods; the
 //! apiserver of the e2e control plane has none, so this server stands in for the
-//! apiserver→kubelet path. It is plain http: kube's client supports http URLs.)
+//! apiserver→kubelet path. It is plain http: kube's client supports http URLs.) The same
+//! server plays the API server's node proxy for node `node-1`, with the kubelet's debug
+//! endpoints behind it (`/api/v1/nodes/node-1/proxy/{containerLogs,exec,attach,portForward}/…`),
+//! for kube's `kubelet-debug` methods.
 
 use futures::{SinkExt, StreamExt};
 use kube_wasm_e2e::{Program, scratch_dir};
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -88,22 +92,19 @@ async fn session(tcp: TcpStream, protocol: &'static str) -> anyhow::Result<()> {
     let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(tcp, callback).await else {
         return Ok(());
     };
-    if uri.contains("/exec?") && uri.contains("command=cat") {
-        ws.send(Message::binary(vec![1])).await?;
-        while let Some(message) = ws.next().await {
-            match message? {
-                Message::Binary(bin) if bin.first() == Some(&0) => {
-                    ws.send(framed(1, &bin[1..])).await?;
-                }
-                Message::Binary(bin) if bin[..] == [255, 0] => break,
-                Message::Close(_) => return finish(ws).await,
-                _ => {}
-            }
+    let uri = uri.as_str();
+    let is = |endpoint: &str| uri.contains(&format!("/{endpoint}?"));
+    if uri.contains(KUBELET) {
+        return kubelet_session(ws, uri).await;
+    }
+    if is("exec") && uri.contains("command=cat") {
+        if echo_stdin(&mut ws).await? {
+            return finish(ws).await;
         }
         ws.send(framed(2, b"stdin closed\n")).await?;
         ws.send(Message::binary(status("Success", None, None)))
             .await?;
-    } else if uri.contains("/exec?") {
+    } else if is("exec") {
         ws.send(framed(2, b"false: failed\n")).await?;
         ws.send(Message::binary(status(
             "Failure",
@@ -111,7 +112,7 @@ async fn session(tcp: TcpStream, protocol: &'static str) -> anyhow::Result<()> {
             Some("1"),
         )))
         .await?;
-    } else if uri.contains("/attach?") {
+    } else if is("attach") {
         while let Some(message) = ws.next().await {
             if let Message::Binary(bin) = message?
                 && bin.first() == Some(&4)
@@ -124,26 +125,114 @@ async fn session(tcp: TcpStream, protocol: &'static str) -> anyhow::Result<()> {
         }
         ws.send(Message::binary(status("Success", None, None)))
             .await?;
-    } else if uri.contains("/portforward?") {
-        for (channel, port) in [(0u8, 8080u16), (1, 8080), (2, 9090), (3, 9090)] {
+    } else if is("portforward") {
+        send_port_prefixes(&mut ws, &[8080, 9090]).await?;
+        ws.send(framed(3, b"port 9090 refused")).await?;
+        return upper_case_port_0(ws).await;
+    }
+    ws.close(None).await?;
+    finish(ws).await
+}
+
+/// The path prefix of node `node-1`'s kubelet behind the API server's node proxy.
+const KUBELET: &str = "/api/v1/nodes/node-1/proxy/";
+
+/// A websocket session with the kubelet's debug endpoints: `exec` of `cat` echoes stdin, an
+/// `attach` says what it attached to, a `portForward` of port 8080 answers in upper case.
+async fn kubelet_session(mut ws: WebSocketStream<TcpStream>, uri: &str) -> anyhow::Result<()> {
+    let endpoint = uri.strip_prefix(KUBELET).unwrap_or(uri);
+    if endpoint.starts_with("exec/") && endpoint.contains("command=cat") {
+        if echo_stdin(&mut ws).await? {
+            return finish(ws).await;
+        }
+        ws.send(Message::binary(status("Success", None, None)))
+            .await?;
+    } else if endpoint.starts_with("attach/") {
+        let path = endpoint.split('?').next().unwrap_or_default();
+        ws.send(framed(1, format!("attached to {path}\n").as_bytes()))
+            .await?;
+        ws.send(Message::binary(status("Success", None, None)))
+            .await?;
+    } else if endpoint.starts_with("portForward/") {
+        send_port_prefixes(&mut ws, &[8080]).await?;
+        return upper_case_port_0(ws).await;
+    }
+    ws.close(None).await?;
+    finish(ws).await
+}
+
+/// Sends stdin back on stdout until the client closes stdin (close channel) — then `false` —
+/// or the whole connection (v4 has no close channel) — then `true`.
+async fn echo_stdin(ws: &mut WebSocketStream<TcpStream>) -> anyhow::Result<bool> {
+    ws.send(Message::binary(vec![1])).await?;
+    while let Some(message) = ws.next().await {
+        match message? {
+            Message::Binary(bin) if bin.first() == Some(&0) => {
+                ws.send(framed(1, &bin[1..])).await?;
+            }
+            Message::Binary(bin) if bin[..] == [255, 0] => return Ok(false),
+            Message::Close(_) => return Ok(true),
+            _ => {}
+        }
+    }
+    Ok(true)
+}
+
+/// The first two messages of a port forward: each port's data and error channel, with the
+/// port number.
+async fn send_port_prefixes(
+    ws: &mut WebSocketStream<TcpStream>,
+    ports: &[u16],
+) -> anyhow::Result<()> {
+    for (index, port) in ports.iter().enumerate() {
+        for channel in [2 * index as u8, 2 * index as u8 + 1] {
             let mut prefix = vec![channel];
             prefix.extend(port.to_le_bytes());
             ws.send(Message::binary(prefix)).await?;
         }
-        ws.send(framed(3, b"port 9090 refused")).await?;
-        while let Some(message) = ws.next().await {
-            match message? {
-                Message::Binary(bin) if bin.first() == Some(&0) => {
-                    ws.send(framed(0, &bin[1..].to_ascii_uppercase())).await?;
-                }
-                Message::Close(_) => return finish(ws).await,
-                _ => {}
-            }
-        }
-        return Ok(());
     }
-    ws.close(None).await?;
-    finish(ws).await
+    Ok(())
+}
+
+/// Answers what arrives on the first port's data channel in upper case, until the close.
+async fn upper_case_port_0(mut ws: WebSocketStream<TcpStream>) -> anyhow::Result<()> {
+    while let Some(message) = ws.next().await {
+        match message? {
+            Message::Binary(bin) if bin.first() == Some(&0) => {
+                ws.send(framed(0, &bin[1..].to_ascii_uppercase())).await?;
+            }
+            Message::Close(_) => return finish(ws).await,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// One connection: a plain `GET` of the kubelet's `containerLogs` gets a two-line log whose
+/// first line is the request's target; anything else is a websocket session.
+async fn connection(tcp: TcpStream, protocol: &'static str) -> anyhow::Result<()> {
+    let mut start = [0u8; 256];
+    let peeked = tcp.peek(&mut start).await?;
+    let logs = format!("GET {KUBELET}containerLogs/");
+    if !start[..peeked].starts_with(logs.as_bytes()) {
+        return session(tcp, protocol).await;
+    }
+    let mut reader = BufReader::new(tcp);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line).await?;
+    let mut header = String::new();
+    while reader.read_line(&mut header).await? > 2 {
+        header.clear();
+    }
+    let target = request_line.split(' ').nth(1).unwrap_or_default();
+    let body = format!("GET {target}\nsecond line\n");
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    reader.get_mut().write_all(response.as_bytes()).await?;
+    reader.get_mut().shutdown().await?;
+    Ok(())
 }
 
 /// Completes the closing handshake: reading on after a close frame (sent or received) makes
@@ -160,7 +249,7 @@ async fn serve(protocol: &'static str, dir: &Path) -> PathBuf {
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             tokio::spawn(async move {
-                if let Err(e) = session(tcp, protocol).await {
+                if let Err(e) = connection(tcp, protocol).await {
                     eprintln!("channel-protocol server: {e}");
                 }
             });
@@ -225,8 +314,20 @@ async fn channel_protocol_v5_through_the_host_relay_matches_native_kube() {
         "exec wrongproto: upgrade failed: Sec-WebSocket-Protocol mismatched".to_string(),
     ];
     expected.extend(PORTFORWARD.map(str::to_string));
+    expected.extend(KUBELET_LINES[..1].iter().map(|l| l.to_string()));
+    expected.push("kubelet exec cat: stdout=\"hello kubelet\\n\" stderr=\"\" status=Some(\"Some(\\\"Success\\\") None None\")".to_string());
+    expected.extend(KUBELET_LINES[1..].iter().map(|l| l.to_string()));
     assert_eq!(native, expected);
 }
+
+/// What the `kubelet-debug` checks see, whichever channel protocol (the exec's line, which
+/// depends on it, goes between the first and the second).
+const KUBELET_LINES: [&str; 4] = [
+    "kubelet logs: [\"GET /api/v1/nodes/node-1/proxy/containerLogs/demo/echo/main?&tailLines=2\", \"second line\"]",
+    "kubelet attach: stdout=\"attached to attach/demo/echo/uid-1/main\\n\" stderr=\"\" status=Some(\"Some(\\\"Success\\\") None None\")",
+    "kubelet portforward 8080: \"PONG\"",
+    "kubelet portforward joined",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn channel_protocol_v4_through_the_host_relay_matches_native_kube() {
@@ -238,5 +339,12 @@ async fn channel_protocol_v4_through_the_host_relay_matches_native_kube() {
         native[0],
         "exec cat: stdout=\"hello from stdin\\n\" stderr=\"\" status=None"
     );
-    assert_eq!(&native[native.len() - 3..], PORTFORWARD);
+    let kubelet_at = native.len() - KUBELET_LINES.len() - 1;
+    assert_eq!(&native[kubelet_at - 3..kubelet_at], PORTFORWARD);
+    assert_eq!(native[kubelet_at], KUBELET_LINES[0]);
+    assert_eq!(
+        native[kubelet_at + 1],
+        "kubelet exec cat: stdout=\"hello kubelet\\n\" stderr=\"\" status=None"
+    );
+    assert_eq!(&native[kubelet_at + 2..], &KUBELET_LINES[1..]);
 }

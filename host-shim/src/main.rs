@@ -2,18 +2,19 @@
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Parser as _;
 use host_shim::fleet::cli::{Cli, Command, PushArgs, RunArgs};
+use host_shim::fleet::exit::{HostExit, StopSignal, host_exit};
 use host_shim::fleet::oci::RegistrySettings;
 use host_shim::fleet::oci::pull::Puller;
 use host_shim::fleet::oci::store::ModuleStore;
 use host_shim::fleet::run_config::RunConfig;
 use host_shim::runtime::module::{ModuleError, ModuleOutcome};
 use host_shim::runtime::options::{ModuleSource, ModuleSpec};
-use host_shim::runtime::supervisor::exit_status;
 use host_shim::upstream::identity::Identities;
 use host_shim::{Host, ModuleReport, StopHandle, Supervisor};
 use oci_client::secrets::RegistryAuth;
@@ -40,17 +41,36 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = match cli.command {
+    let exit = match cli.command {
         Command::Run(args) => runtime.block_on(run_host(args)),
-        Command::Push(args) => runtime.block_on(push(args)),
+        Command::Push(args) => runtime.block_on(push(args)).map(HostExit::Status),
     };
-    match outcome {
-        Ok(status) => ExitCode::from(status),
+    // No task may run on once the host decided how to end (nor catch a re-raised signal).
+    drop(runtime);
+    match exit {
+        Ok(HostExit::Status(status)) => ExitCode::from(status),
+        Ok(HostExit::KilledBy(signal)) => die_by(signal),
         Err(err) => {
             tracing::error!("{err:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Ends the process by `signal`'s default action (termination), as the native program that
+/// had no handler for it would have ended: the parent sees "killed by SIGINT" (a shell shows
+/// 130). Falls back to exiting with 128 + the signal's number if the process survives it.
+fn die_by(signal: StopSignal) -> ExitCode {
+    #[cfg(unix)]
+    {
+        // SAFETY: restoring a signal's default disposition and raising it are plain libc
+        // calls; the tokio runtime, whose handler this replaces, is gone.
+        unsafe {
+            libc::signal(signal.number(), libc::SIG_DFL);
+            libc::raise(signal.number());
+        }
+    }
+    ExitCode::from(128 + signal.number() as u8)
 }
 
 /// glibc's malloc arenas the host allows (`M_ARENA_MAX`). glibc's default (8 per core) gives
@@ -102,11 +122,12 @@ impl Drop for AbortOnDrop {
     }
 }
 
-async fn run_host(args: RunArgs) -> anyhow::Result<u8> {
+async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
     // Listen for signals first: a SIGTERM while modules compile is a stop request too.
     let stop = StopHandle::new();
     let signals = Signals::install().context("listening for SIGINT/SIGTERM")?;
-    tokio::spawn(signals.forward(stop.clone()));
+    let stopped_by = Arc::new(OnceLock::new());
+    tokio::spawn(signals.forward(stop.clone(), stopped_by.clone()));
 
     let config = RunConfig::load(args)?;
     let kube_config = config.cluster.load().await?;
@@ -196,7 +217,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<u8> {
     for report in &reports {
         tracing::info!("module `{}`: {}", report.name, report.outcome);
     }
-    Ok(exit_status(&reports))
+    Ok(host_exit(&reports, stopped_by.get().copied()))
 }
 
 /// Where pulled modules are kept: `oci/` in the cache folder, else in the system's temporary
@@ -271,25 +292,29 @@ impl Signals {
         Ok(Self {})
     }
 
-    /// Waits for the next signal and returns its name.
+    /// Waits for the next signal.
     #[cfg(unix)]
-    async fn next(&mut self) -> Option<&'static str> {
+    async fn next(&mut self) -> Option<StopSignal> {
         tokio::select! {
-            got = self.term.recv() => got.map(|()| "SIGTERM"),
-            got = self.int.recv() => got.map(|()| "SIGINT"),
+            got = self.term.recv() => got.map(|()| StopSignal::Terminate),
+            got = self.int.recv() => got.map(|()| StopSignal::Interrupt),
         }
     }
 
     #[cfg(not(unix))]
-    async fn next(&mut self) -> Option<&'static str> {
-        tokio::signal::ctrl_c().await.ok().map(|()| "Ctrl-C")
+    async fn next(&mut self) -> Option<StopSignal> {
+        tokio::signal::ctrl_c()
+            .await
+            .ok()
+            .map(|()| StopSignal::Interrupt)
     }
 
     /// Turns signals into stop requests: the first asks modules to stop, the second ends
-    /// them at once.
-    async fn forward(mut self, stop: StopHandle) {
-        while let Some(name) = self.next().await {
-            tracing::info!("{name} received: stopping");
+    /// them at once. The first is kept in `first`, for the host's exit.
+    async fn forward(mut self, stop: StopHandle, first: Arc<OnceLock<StopSignal>>) {
+        while let Some(signal) = self.next().await {
+            tracing::info!("{} received: stopping", signal.name());
+            let _ = first.set(signal);
             stop.request_stop();
         }
     }

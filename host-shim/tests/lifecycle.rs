@@ -242,8 +242,9 @@ async fn alloc_failures_end_the_module() {
 }
 
 /// Stopping: `stop_signal` completes with `stop`; a module that never asked is ended at once;
-/// one that asked but does not exit is ended at the stop timeout; a module stuck with no ops
-/// is ended; and every module's live watch is closed upstream when it ends.
+/// one that asked but does not exit is ended at the stop timeout; a module whose `_start`
+/// returned with no ops has finished (its `main` returned: status 0, as natively); and every
+/// module's live watch is closed upstream when it ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_completes_stop_signals_and_closes_watches() {
     let closed: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
@@ -293,7 +294,7 @@ async fn stop_completes_stop_signals_and_closes_watches() {
         .expect_finals(99)
         .wasm()
     };
-    let stuck = Guest::new("").wasm();
+    let returned = Guest::new("").wasm();
 
     let (settings, buffer) = test_settings();
     let run = run_guests_with(
@@ -305,7 +306,7 @@ async fn stop_completes_stop_signals_and_closes_watches() {
             ("polite", polite),
             ("deaf", deaf),
             ("stubborn", stubborn),
-            ("stuck", stuck),
+            ("returned", returned),
         ],
         move |stop| {
             tokio::spawn(async move {
@@ -339,10 +340,7 @@ async fn stop_completes_stop_signals_and_closes_watches() {
         without_watch_head(run.lines_of("stubborn")),
         [r#"2:{"kind":"stop"}"#]
     );
-    assert_eq!(
-        run.outcome("stuck"),
-        &ModuleOutcome::Ended(EndReason::NeverAskedForStop)
-    );
+    assert_eq!(run.outcome("returned"), &ModuleOutcome::Exited(0));
     // Ending a module aborts its op tasks; the aborted tasks drop their response bodies.
     for (i, flag) in closed.iter().enumerate() {
         for _ in 0..100 {

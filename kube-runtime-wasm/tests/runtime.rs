@@ -9,6 +9,7 @@ mod runtime {
     mod controller;
     mod events;
     mod finalizer;
+    mod logs;
     mod reflector;
     mod scheduler;
     mod shared;

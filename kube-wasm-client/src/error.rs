@@ -92,6 +92,12 @@ pub enum Error {
     #[error("failed to upgrade to a WebSocket connection: {0}")]
     UpgradeConnection(#[source] crate::client::UpgradeConnectionError),
 
+    /// [`Client::fetch`](crate::Client::fetch) was given a reference that names no object
+    /// (`"Reference is empty"`), as kube's (`unstable-client` feature).
+    #[cfg(feature = "unstable-client")]
+    #[error("Reference resolve error: {0}")]
+    RefResolve(String),
+
     /// Loading a configuration through the kubeconfig entry points failed.
     #[error("Failed to infer provided configuration: {0}")]
     InferKubeconfig(#[from] KubeconfigError),

@@ -10,6 +10,7 @@ mod client {
     mod errors;
     mod raw_send;
     mod requests;
+    mod scoped;
     mod send;
     mod streams;
     mod watch;

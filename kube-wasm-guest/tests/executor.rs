@@ -276,3 +276,45 @@ fn a_thread_ending_with_ops_in_flight_tears_down_quietly() {
     .join();
     assert!(joined.is_ok(), "thread teardown panicked");
 }
+
+#[test]
+fn a_root_task_blocked_with_no_op_parks_on_a_delay_that_never_fires() {
+    let host = FakeHost::install();
+    // A receiver whose sender lives on but never sends: nothing can wake the root task.
+    let (sender, receiver) = futures::channel::oneshot::channel::<i32>();
+    host.run_main(async move { receiver.await.unwrap_or(9) });
+    match &host.take_submitted()[..] {
+        [Submitted::Delay { millis, .. }] => assert_eq!(*millis, i64::MAX as u64),
+        other => panic!("expected one parking delay, got {other:?}"),
+    }
+    assert_eq!(host.exit_status(), None);
+    assert_eq!(host.live().len(), 1, "the parking op stays live");
+    drop(sender);
+}
+
+#[test]
+fn a_root_task_parks_only_once_nothing_is_pending_and_a_finished_one_never() {
+    let host = FakeHost::install();
+    let (sender, receiver) = futures::channel::oneshot::channel::<i32>();
+    host.run_main(async move {
+        Op::delay(5).next().await;
+        receiver.await.unwrap_or(9)
+    });
+    let [Submitted::Delay { id, millis: 5 }] = host.take_submitted()[..] else {
+        panic!("expected the task's own delay");
+    };
+    host.complete(id, &Completion::Elapsed {}, b"");
+    assert!(
+        matches!(&host.take_submitted()[..], [Submitted::Delay { millis, .. }] if *millis == i64::MAX as u64),
+        "parks once its own op has finished"
+    );
+    drop(sender);
+
+    let host = FakeHost::install();
+    host.run_main(async { 0 });
+    assert_eq!(host.exit_status(), Some(0));
+    assert!(
+        host.take_submitted().is_empty(),
+        "a finished main does not park"
+    );
+}

@@ -22,8 +22,11 @@
 //! `rustls-tls`, `ring`):
 //!
 //! - `client`, `config`: as in kube (the client and config modules).
-//! - `derive`, `admission`, `jsonpatch`, `cel`, `kubelet-debug`: forwarded to kube-core /
-//!   kube-derive as in kube.
+//! - `derive`, `admission`, `jsonpatch`, `cel`: forwarded to kube-core / kube-derive as in
+//!   kube.
+//! - `kubelet-debug`: as in kube, `Client::kubelet_node_{logs,attach,exec,portforward}` and
+//!   kube-core's `kubelet_debug`; a guest reaches the kubelet through the API server's node
+//!   proxy, with a client whose `Config::cluster_url` is `{host URL}/api/v1/nodes/{node}/proxy`.
 //! - `ws`: as in kube, `Api::exec`, `Api::attach`, `Api::portforward`, `Client::connect`,
 //!   `client::UpgradeConnectionError` and `Error::UpgradeConnection`, over a websocket the
 //!   host opens with kube's own client and relays message by message.
@@ -34,9 +37,12 @@
 //!   (`reflector::store_shared`, `Writer::subscribe`, `ReflectHandle`, `reflect_shared`),
 //!   `Controller::for_stream`/`owns_stream`/`watches_stream`, their `*_shared_stream`
 //!   forms, and `reconcile_on`.
+//! - `unstable-client`: as in kube, `Client::get`, `Client::list`, `Client::fetch`,
+//!   `client::scope::{Cluster, Namespace, NamespacedRef}`, `Error::RefResolve` and
+//!   `prelude::NamespacedRef`.
 //! - `rustls-tls`, `openssl-tls`, `ring`, `aws-lc-rs`, `webpki-roots`, `gzip`,
-//!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`,
-//!   `unstable-client`: no-ops — the host owns the transport, TLS and credentials.
+//!   `http-proxy`, `socks5`, `proxy`, `oauth`, `oidc`, `hyper-util-tracing`: no-ops — the
+//!   host owns the transport, TLS and credentials.
 //!
 //! Not provided: `client::ConfigExt` and `ClientBuilder` (tower layers): the host owns the
 //! HTTP stack. `Client::send` and `client::Body` are there, with whole bodies.
@@ -114,6 +120,9 @@ pub mod prelude {
     //!
     //! With `runtime`, the runtime's `WatchStreamExt` too, as in kube. kube's `ConfigExt`
     //! (tower layers) has no counterpart in a guest.
+
+    #[cfg(feature = "unstable-client")]
+    pub use crate::client::scope::NamespacedRef;
 
     pub use crate::{
         Resource as _, ResourceExt as _,

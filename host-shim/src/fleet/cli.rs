@@ -21,7 +21,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run controller modules, given as files or in a manifest, until they exit for good or
-    /// the host is stopped (SIGINT/SIGTERM). Exits 0 if every module exited with status 0,
+    /// the host is stopped (SIGINT/SIGTERM). A module run alone ends the host as the native
+    /// program would end: with the module's exit status, or killed by the stop signal if the
+    /// module never asked for it; several modules: 0 if every one exited with status 0,
     /// else 1.
     Run(RunArgs),
     /// Publish a module to an OCI registry, as an artifact with one `application/wasm` layer

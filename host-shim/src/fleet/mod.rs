@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod exit;
 pub mod manifest;
 pub mod metrics_server;
 pub mod oci;

@@ -1,7 +1,7 @@
 //! [`applier`]: the reconcile loop behind [`Controller::run`](super::Controller::run).
 
 use super::runner::Runner;
-use super::{Action, Config, Error, ReconcileReason, ReconcileRequest};
+use super::{Action, Config, Error, LOG_TARGET, ReconcileReason, ReconcileRequest};
 use crate::reflector::{ObjectRef, Store};
 use crate::scheduler::{ScheduleRequest, debounced_scheduler, max_schedule_time};
 use futures::channel::{mpsc, oneshot};
@@ -14,6 +14,7 @@ use std::hash::Hash;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use tracing::Instrument as _;
 
 /// Runs `reconciler` on the objects `queue` asks for, as kube-runtime 5.0's
 /// `controller::applier` (the building block of [`Controller`](super::Controller)).
@@ -85,40 +86,51 @@ where
         config.concurrency,
         move |request: &ReconcileRequest<K>| {
             let obj_ref = request.obj_ref.clone();
-            let started = store
-                .get(&obj_ref)
-                .map(|obj| (obj.clone(), reconciler(obj, context.clone())));
+            // kube-runtime's span around each reconciliation, with its target and fields.
+            let span = tracing::info_span!(
+                target: LOG_TARGET,
+                "reconciling object",
+                "object.ref" = %request.obj_ref,
+                object.reason = %request.reason
+            );
+            let started = store.get(&obj_ref).map(|obj| {
+                let reconciliation = span.in_scope(|| reconciler(obj.clone(), context.clone()));
+                (obj, reconciliation)
+            });
             let context = context.clone();
             let error_policy = error_policy.clone();
             let requeue_tx = requeue_tx.clone();
-            Box::pin(async move {
-                let Some((obj, reconciliation)) = started else {
-                    return Err(Error::ObjectNotFound(Box::new(obj_ref.erase())));
-                };
-                let result = TryFutureExt::into_future(reconciliation).await;
-                let (action, reason) = match &result {
-                    Ok(action) => (action.clone(), ReconcileReason::ReconcilerRequestedRetry),
-                    Err(err) => (
-                        error_policy(obj, err, context),
-                        ReconcileReason::ErrorPolicyRequestedRetry,
-                    ),
-                };
-                if let Some(after) = action.requeue_after() {
-                    let run_at = Instant::now()
-                        .checked_add(after)
-                        .unwrap_or_else(max_schedule_time);
-                    let message = ReconcileRequest {
-                        obj_ref: obj_ref.clone(),
-                        reason,
+            Box::pin(
+                async move {
+                    let Some((obj, reconciliation)) = started else {
+                        return Err(Error::ObjectNotFound(Box::new(obj_ref.erase())));
                     };
-                    // Refused only during shutdown, when requeues are moot.
-                    let _ = requeue_tx.unbounded_send(ScheduleRequest { message, run_at });
+                    let result = TryFutureExt::into_future(reconciliation).await;
+                    let (action, reason) = match &result {
+                        Ok(action) => (action.clone(), ReconcileReason::ReconcilerRequestedRetry),
+                        Err(err) => (
+                            error_policy(obj, err, context),
+                            ReconcileReason::ErrorPolicyRequestedRetry,
+                        ),
+                    };
+                    if let Some(after) = action.requeue_after() {
+                        let run_at = Instant::now()
+                            .checked_add(after)
+                            .unwrap_or_else(max_schedule_time);
+                        let message = ReconcileRequest {
+                            obj_ref: obj_ref.clone(),
+                            reason,
+                        };
+                        // Refused only during shutdown, when requeues are moot.
+                        let _ = requeue_tx.unbounded_send(ScheduleRequest { message, run_at });
+                    }
+                    match result {
+                        Ok(action) => Ok((obj_ref, action)),
+                        Err(err) => Err(Error::ReconcilerFailed(err, Box::new(obj_ref.erase()))),
+                    }
                 }
-                match result {
-                    Ok(action) => Ok((obj_ref, action)),
-                    Err(err) => Err(Error::ReconcilerFailed(err, Box::new(obj_ref.erase()))),
-                }
-            })
+                .instrument(span),
+            )
         },
     )
     .delay_tasks_until(async move { ready_store.wait_until_ready().await })

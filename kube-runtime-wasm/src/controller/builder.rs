@@ -1,5 +1,6 @@
 //! [`Controller`]: a reconcile loop fed by watches of the main object and related objects.
 
+use super::LOG_TARGET;
 use super::trigger::trigger_others;
 #[cfg(feature = "unstable-runtime-subscribe")]
 use super::trigger::trigger_owners_shared;
@@ -429,7 +430,8 @@ where
     }
 
     /// Shuts down gracefully on the host's stop request (`kube-wasm-tokio`'s
-    /// `signal::ctrl_c`, standing for SIGINT/SIGTERM), and at once on a second one.
+    /// `signal::ctrl_c`, standing for SIGINT/SIGTERM), and at once on a second one — logging
+    /// what kube-runtime logs, from its target `kube_runtime::controller`.
     #[must_use]
     pub fn shutdown_on_signal(mut self) -> Self {
         async fn stop_requested() {
@@ -440,11 +442,21 @@ where
         self.graceful_shutdown.push(graceful_rx.map(|_| ()).boxed());
         self.forceful_shutdown.push(
             async move {
+                tracing::info!(target: LOG_TARGET, "press ctrl+c to shut down gracefully");
                 stop_requested().await;
-                tracing::info!("graceful shutdown requested; a second stop request forces it");
-                let _ = graceful_tx.send(());
+                if let Ok(()) = graceful_tx.send(()) {
+                    tracing::info!(
+                        target: LOG_TARGET,
+                        "graceful shutdown requested, press ctrl+c again to force shutdown"
+                    );
+                } else {
+                    tracing::info!(
+                        target: LOG_TARGET,
+                        "graceful shutdown already requested, press ctrl+c again to force shutdown"
+                    );
+                }
                 stop_requested().await;
-                tracing::info!("forced shutdown requested");
+                tracing::info!(target: LOG_TARGET, "forced shutdown requested");
             }
             .boxed(),
         );

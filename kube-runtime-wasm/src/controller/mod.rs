@@ -26,3 +26,7 @@ pub use config::Config;
 pub use error::{Error, RunnerError};
 pub use request::{ReconcileReason, ReconcileRequest};
 pub use trigger::{trigger_owners, trigger_self, trigger_with};
+
+/// The target of the controller's log lines and reconcile spans: kube-runtime's
+/// `controller` module path, so a guest's logs read and filter as a native controller's.
+pub(crate) const LOG_TARGET: &str = "kube_runtime::controller";

@@ -41,6 +41,8 @@ pub use log::{Log, LogParams};
 #[cfg(feature = "ws")]
 pub use portforward::Portforwarder;
 #[cfg(feature = "ws")]
+pub(crate) use remote::KEEPALIVE_SECS;
+#[cfg(feature = "ws")]
 pub use remote::{Attach, Execute, Portforward};
 #[cfg(feature = "ws")]
 pub use remote_command::{AttachedProcess, TerminalSize};

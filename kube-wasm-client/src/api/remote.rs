@@ -13,7 +13,7 @@ use std::fmt::Debug;
 /// Seconds between the websocket pings that keep an idle exec or attach session alive (the
 /// host sends them), as kube's message loop pings every 60 s. Portforward does not ping, as
 /// in kube.
-const KEEPALIVE_SECS: u32 = 60;
+pub(crate) const KEEPALIVE_SECS: u32 = 60;
 
 /// Marks resources that can be attached to (`Pod`), as kube's `api::Attach`.
 pub trait Attach {}

@@ -11,15 +11,22 @@ use std::fmt;
 use std::sync::Arc;
 
 mod api_errors;
+mod base_path;
 mod body;
 mod body_reader;
 #[cfg(feature = "ws")]
 mod connection;
 mod events;
 mod host_error;
+#[cfg(feature = "kubelet-debug")]
+mod kubelet_debug;
 mod request_events;
 mod request_stream;
 mod requests;
+#[cfg(feature = "unstable-client")]
+mod scoped;
+#[cfg(feature = "unstable-client")]
+mod scoped_requests;
 mod send;
 mod server_info;
 #[cfg(feature = "ws")]
@@ -27,6 +34,14 @@ mod upgrade;
 mod watch;
 
 pub use body::Body;
+
+/// Scopes for the `unstable-client` methods [`Client::get`], [`Client::list`] and
+/// [`Client::fetch`], as kube 5.0's `kube::client::scope`: [`Cluster`](scope::Cluster),
+/// [`Namespace`](scope::Namespace) and the [`NamespacedRef`](scope::NamespacedRef) trait.
+#[cfg(feature = "unstable-client")]
+pub mod scope {
+    pub use super::scoped::{Cluster, Namespace, NamespacedRef};
+}
 
 #[cfg(feature = "ws")]
 pub use connection::Connection;
@@ -58,6 +73,9 @@ pub struct Client {
     default_ns: String,
     /// `Config::headers`, as text, sent after each request's own headers.
     extra_headers: Arc<[(String, String)]>,
+    /// The path every request's path is appended to (`""`, or e.g.
+    /// `/api/v1/nodes/n1/proxy`): see [`base_path::BasePath`].
+    base_path: base_path::BasePath,
 }
 
 impl Client {
@@ -71,6 +89,7 @@ impl Client {
         Self {
             default_ns: default_namespace.into(),
             extra_headers: Arc::new([]),
+            base_path: base_path::BasePath::default(),
         }
     }
 
@@ -105,8 +124,15 @@ impl Client {
 impl TryFrom<Config> for Client {
     type Error = Error;
 
-    /// A client with `config`'s default namespace and extra headers (the timeouts and the
-    /// cluster URL are the host's business).
+    /// A client with `config`'s default namespace and extra headers. The timeouts are the
+    /// host's business, and so is the cluster URL's scheme and authority: the host sends
+    /// every request to its own API server. A path that `config.cluster_url` adds to the
+    /// host's cluster URL (`KUBE_WASM_CLUSTER_URL`) is kept, as kube keeps a cluster URL's
+    /// path: every request's path is appended to it. So a client made from
+    /// `{host URL}/api/v1/nodes/{node}/proxy` reaches that node's kubelet through the API
+    /// server's node proxy — the way a guest uses the `kubelet-debug` methods. (A cluster URL
+    /// naming another server, such as a kubelet's own address, cannot be reached from a
+    /// guest: its requests go to the host's API server.)
     ///
     /// # Errors
     /// [`Error::BuildRequest`] if a header value in `config.headers` is not UTF-8 text.
@@ -119,6 +145,7 @@ impl TryFrom<Config> for Client {
         Ok(Self {
             default_ns: config.default_namespace,
             extra_headers,
+            base_path: base_path::BasePath::of(&config.cluster_url),
         })
     }
 }
@@ -128,6 +155,7 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("default_namespace", &self.default_ns)
             .field("extra_headers", &self.extra_headers.len())
+            .field("base_path", &self.base_path)
             .finish()
     }
 }

@@ -8,6 +8,19 @@ use either::Either;
 use kube_core::Status;
 use serde::de::DeserializeOwned;
 
+/// The target kube-client's own log lines carry (its `client` module's path), so a guest's
+/// logs read and filter as a native program's.
+const LOG_TARGET: &str = "kube_client::client";
+
+/// Parses `text` as a `T`; on failure logs the body and the error as kube-client does (a
+/// `WARN` of `"{body}, {error:?}"`) and returns [`Error::SerdeError`].
+fn parse<T: DeserializeOwned>(text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| {
+        tracing::warn!(target: LOG_TARGET, "{}, {:?}", text, e);
+        Error::SerdeError(e)
+    })
+}
+
 impl Client {
     /// Performs a Kubernetes API request and deserialises the response body as `T`.
     ///
@@ -15,13 +28,15 @@ impl Client {
     /// a path relative to the API server root). Dropping the future cancels the request.
     ///
     /// # Errors
-    /// As [`Client::request_text`], plus [`Error::SerdeError`] if the body is not a `T`.
+    /// As [`Client::request_text`], plus [`Error::SerdeError`] if the body is not a `T`
+    /// (logged as kube-client logs it: a `WARN` from target `kube_client::client` with the
+    /// body and the error).
     pub async fn request<T>(&self, request: http::Request<Vec<u8>>) -> Result<T>
     where
         T: DeserializeOwned,
     {
         let text = self.request_text(request).await?;
-        serde_json::from_str(&text).map_err(Error::SerdeError)
+        parse(&text)
     }
 
     /// Performs a Kubernetes API request and returns the response body as text.
@@ -52,13 +67,10 @@ impl Client {
         let text = self.request_text(request).await?;
         let value: serde_json::Value = serde_json::from_str(&text).map_err(Error::SerdeError)?;
         if value["kind"] == "Status" {
-            serde_json::from_value(value)
-                .map(Either::Right)
-                .map_err(Error::SerdeError)
+            tracing::trace!(target: LOG_TARGET, "Status from {}", text);
+            parse(&text).map(Either::Right)
         } else {
-            serde_json::from_value(value)
-                .map(Either::Left)
-                .map_err(Error::SerdeError)
+            parse(&text).map(Either::Left)
         }
     }
 }

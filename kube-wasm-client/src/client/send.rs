@@ -22,8 +22,9 @@ pub(crate) struct WholeResponse {
 }
 
 impl Client {
-    /// Turns `request` into the envelope the host expects: method, path and query (scheme
-    /// and authority, if any, are dropped — the host sends to its own API server), the
+    /// Turns `request` into the envelope the host expects: method, path and query (after the
+    /// client's base path; scheme and authority, if any, are dropped — the host sends to its
+    /// own API server), the
     /// request's headers followed by the [`Config`](crate::Config)'s extra headers, and the
     /// body.
     ///
@@ -36,11 +37,9 @@ impl Client {
         response: ResponseMode,
     ) -> Result<(HttpRequest, Vec<u8>)> {
         let (parts, body) = request.into_parts();
-        let uri = match parts.uri.path_and_query().map(|pq| pq.as_str()) {
-            Some(pq) if pq.starts_with('/') => pq.to_string(),
-            Some(pq) => format!("/{pq}"),
-            None => "/".to_string(),
-        };
+        let uri = self
+            .base_path
+            .join(parts.uri.path_and_query().map(|pq| pq.as_str()));
         let mut headers = Vec::with_capacity(parts.headers.len() + self.extra_headers.len());
         for (name, value) in &parts.headers {
             headers.push((name.as_str().to_string(), header_text(name, value)?));

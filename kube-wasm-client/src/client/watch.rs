@@ -30,7 +30,7 @@ impl Client {
         metadata_only: bool,
     ) -> Result<EventStream<T>> {
         let request = WatchRequest {
-            path: path.to_string(),
+            path: self.base_path.join(Some(path)),
             label_selector: wp.label_selector.clone(),
             field_selector: wp.field_selector.clone(),
             timeout_seconds: wp.timeout,

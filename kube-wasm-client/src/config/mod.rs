@@ -44,8 +44,10 @@ const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(295);
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
-    /// The API server's URL as the host sees it. For information only: the guest sends every
-    /// request to the host, which forwards it to its own configured server.
+    /// The API server's URL as the host sees it. The guest sends every request to the host,
+    /// which forwards it to its own configured server; only a path this URL adds to the
+    /// host's counts, as a prefix of every request's path (kube keeps a cluster URL's path
+    /// too), e.g. `{host URL}/api/v1/nodes/{node}/proxy` for the kubelet's debug endpoints.
     pub cluster_url: http::Uri,
     /// The namespace used by `Api::default_namespaced` and friends.
     pub default_namespace: String,

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod discovery;
+mod scoped;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -96,6 +97,7 @@ async fn checks(client: Client, ns: &str) -> anyhow::Result<()> {
     );
 
     raw_send(&client, ns).await?;
+    scoped::checks(&client, ns).await?;
 
     // Discovery of the built-in groups.
     let discovery = kube::Discovery::new(client.clone()).run().await?;

@@ -1,6 +1,8 @@
 //! Runs exec, attach and portforward against whatever API server the kubeconfig names (in the
 //! tests: a websocket server speaking the Kubernetes channel protocol) and prints one line per
-//! observation, so native and wasm runs can be compared line for line.
+//! observation, so native and wasm runs can be compared line for line. Then the same through
+//! the kubelet's debug endpoints (`kubelet-debug`), with a client whose cluster URL is the API
+//! server's proxy of node `node-1`.
 
 use futures::SinkExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -8,7 +10,9 @@ use kube::api::{AttachParams, AttachedProcess, TerminalSize};
 use kube::{Api, Client};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-async fn outcome(mut process: AttachedProcess) -> anyhow::Result<String> {
+mod kubelet;
+
+pub(crate) async fn outcome(mut process: AttachedProcess) -> anyhow::Result<String> {
     let status = process.take_status().expect("status is taken once");
     let mut stdout = String::new();
     if let Some(mut reader) = process.stdout() {
@@ -95,5 +99,6 @@ async fn main() -> anyhow::Result<()> {
     drop(port);
     forwarder.join().await?;
     println!("portforward joined");
-    Ok(())
+
+    kubelet::checks().await
 }

@@ -188,7 +188,6 @@ async fn run_inner(
         completions: rx,
         phase: stop.subscribe(),
         phase_open: true,
-        warned_idle: false,
         name,
         idle,
         last_entry: Instant::now(),
@@ -219,7 +218,9 @@ async fn live(
         if let Some(outcome) = shell.ended_by_phase(state.host_state().asked_for_stop) {
             break outcome;
         }
-        shell.warn_if_stuck(&state.host_state().ops);
+        if let Some(outcome) = shell.main_returned(&state.host_state().ops) {
+            break outcome;
+        }
         let idle_at = state.idle_at(&shell);
         let wake = match state.next_refusal() {
             Some(refusal) => {

@@ -24,7 +24,6 @@ pub(super) struct Shell {
     pub(super) phase: watch::Receiver<Phase>,
     /// Whether the stop handle still exists (a dropped one means no stop will ever come).
     pub(super) phase_open: bool,
-    pub(super) warned_idle: bool,
     pub(super) name: Arc<str>,
     /// `None`: never suspended.
     pub(super) idle: Option<Idle>,
@@ -54,16 +53,20 @@ impl Shell {
         }
     }
 
-    /// Warns, once, that a module of a running host has no pending op.
-    pub(super) fn warn_if_stuck(&mut self, ops: &OpTable) {
-        if *self.phase.borrow() == Phase::Running && ops.is_empty() && !self.warned_idle {
-            self.warned_idle = true;
-            tracing::warn!(
-                "module `{}` is idle with no pending operation and did not exit: nothing can wake it \
-                 any more, so it waits for the host to stop",
-                self.name
-            );
+    /// How the module ended if it returned from its last entry with no live op and without
+    /// exiting: its `main` returned (SPEC.md, "Lifecycle") — a plain `fn main()` that did its
+    /// work and returned, as a native process whose `main` returns, which exits with status
+    /// 0. Nothing could enter it again. (A kube-wasm guest whose `main` is blocked keeps an
+    /// op live, so it is not taken for finished.)
+    pub(super) fn main_returned(&self, ops: &OpTable) -> Option<ModuleOutcome> {
+        if !ops.is_empty() {
+            return None;
         }
+        tracing::debug!(
+            "module `{}` returned with no pending operation: its main returned",
+            self.name
+        );
+        Some(ModuleOutcome::Exited(0))
     }
 
     /// When a resident module is suspended if nothing wakes it first: after its idle
