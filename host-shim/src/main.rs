@@ -44,6 +44,10 @@ fn main() -> ExitCode {
     let exit = match cli.command {
         Command::Run(args) => runtime.block_on(run_host(args)),
         Command::Push(args) => runtime.block_on(push(args)).map(HostExit::Status),
+        Command::Crd => host_shim::fleet::wasm_controller::crd_yaml().map(|yaml| {
+            print!("{yaml}");
+            HostExit::Status(0)
+        }),
     };
     // No task may run on once the host decided how to end (nor catch a re-raised signal).
     drop(runtime);

@@ -30,6 +30,9 @@ pub enum Command {
     /// (the CNCF wasm OCI artifact layout); prints the pushed reference pinned by digest
     /// (`registry/repository@sha256:…`), which a manifest's `image` can name.
     Push(PushArgs),
+    /// Print the CustomResourceDefinition of `WasmController` (`kube-wasm.dev/v1alpha1`) as
+    /// YAML, for `kubectl apply -f -` (deploy/wasmcontroller-crd.yaml is this output).
+    Crd,
 }
 
 /// Options of `host-shim push`.

@@ -55,24 +55,17 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kube_wasm_abi::env::ENV_PREFIX;
 use serde::Deserialize;
 
 use crate::backoff::Backoff;
-use crate::fleet::units::{parse_duration, parse_size};
+use crate::fleet::module_fields::{
+    QuotasSpec, RuleSpec, RunFields, SuspendSpec, check_dns_label, check_dns_subdomain,
+};
+use crate::fleet::units::parse_duration;
 use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
-use crate::runtime::quota::Quotas;
-use crate::runtime::restart::RestartPolicy;
-use crate::runtime::suspend::SuspendPolicy;
 use crate::upstream::identity::ServiceAccount;
-use crate::upstream::permissions::{Permissions, Rule, VERBS};
 
-/// The memory cap of a module whose entry has no `memory` field: 256 MiB.
-pub const DEFAULT_MEMORY_LIMIT: u64 = 256 << 20;
-/// The smallest memory cap: one wasm page (64 KiB).
-pub const MIN_MEMORY_LIMIT: u64 = 64 << 10;
-/// The largest memory cap: all a wasm32 module can address (4 GiB).
-pub const MAX_MEMORY_LIMIT: u64 = 4 << 30;
+pub use crate::fleet::module_fields::{DEFAULT_MEMORY_LIMIT, MAX_MEMORY_LIMIT, MIN_MEMORY_LIMIT};
 
 /// A validated manifest; paths are resolved against the manifest's folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,26 +175,9 @@ struct RawModule {
     memory: Option<String>,
     restart_policy: Option<String>,
     service_account: Option<RawServiceAccount>,
-    permissions: Option<Vec<RawRule>>,
-    suspend: Option<RawSuspend>,
-    quotas: Option<RawQuotas>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawQuotas {
-    pending_ops: Option<u64>,
-    concurrent_requests: Option<u64>,
-    watches: Option<u64>,
-    streams: Option<u64>,
-    buffered_bytes: Option<String>,
-    log_lines_per_second: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawSuspend {
-    idle_after: String,
+    permissions: Option<Vec<RuleSpec>>,
+    suspend: Option<SuspendSpec>,
+    quotas: Option<QuotasSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -209,14 +185,6 @@ struct RawSuspend {
 struct RawServiceAccount {
     namespace: String,
     name: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawRule {
-    verbs: Vec<String>,
-    api_groups: Option<Vec<String>>,
-    resources: Vec<String>,
 }
 
 impl Manifest {
@@ -377,47 +345,6 @@ fn validate_module(
             ModuleSource::File(PathBuf::new())
         }
     };
-    for key in raw.env.keys() {
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
-            problems.push(format!(
-                "{at}.env: {key:?} is not a variable name (empty, or has `=` or NUL)"
-            ));
-        } else if key.starts_with(ENV_PREFIX) {
-            problems.push(format!(
-                "{at}.env.{key}: the host sets {ENV_PREFIX}* variables (use `namespace` for the default namespace)"
-            ));
-        }
-    }
-    for (key, value) in &raw.env {
-        if value.contains('\0') {
-            problems.push(format!("{at}.env.{key}: contains a NUL byte"));
-        }
-    }
-    if raw.args.iter().any(|a| a.contains('\0')) {
-        problems.push(format!("{at}.args: an argument contains a NUL byte"));
-    }
-    let memory_limit = match raw.memory.as_deref().map(parse_size) {
-        None => DEFAULT_MEMORY_LIMIT,
-        Some(Ok(bytes)) if (MIN_MEMORY_LIMIT..=MAX_MEMORY_LIMIT).contains(&bytes) => bytes,
-        Some(Ok(bytes)) => {
-            problems.push(format!(
-                "{at}.memory: {bytes} bytes is outside 64Ki (one wasm page) ..= 4Gi (all a wasm32 module addresses)"
-            ));
-            DEFAULT_MEMORY_LIMIT
-        }
-        Some(Err(e)) => {
-            problems.push(format!("{at}.memory: {e}"));
-            DEFAULT_MEMORY_LIMIT
-        }
-    };
-    let restart = match raw.restart_policy.as_deref().map(str::parse) {
-        None => RestartPolicy::OnFailure,
-        Some(Ok(policy)) => policy,
-        Some(Err(e)) => {
-            problems.push(format!("{at}.restartPolicy: {e}"));
-            RestartPolicy::OnFailure
-        }
-    };
     let service_account = raw.service_account.map(|sa| {
         for (field, value) in [("namespace", &sa.namespace), ("name", &sa.name)] {
             if let Err(e) = check_dns_subdomain(value) {
@@ -429,192 +356,34 @@ fn validate_module(
             name: sa.name,
         }
     });
-    let permissions = raw.permissions.map(|rules| Permissions {
-        rules: rules
-            .into_iter()
-            .enumerate()
-            .map(|(i, rule)| validate_rule(rule, &format!("{at}.permissions[{i}]"), problems))
-            .collect(),
-    });
-    let suspend = raw
-        .suspend
-        .and_then(|suspend| match parse_duration(&suspend.idle_after) {
-            Ok(d) if d.is_zero() => {
-                problems.push(format!("{at}.suspend.idleAfter: must be more than zero"));
-                None
-            }
-            Ok(d) => Some(SuspendPolicy::after(d)),
-            Err(e) => {
-                problems.push(format!("{at}.suspend.idleAfter: {e}"));
-                None
-            }
-        });
-    let quotas = raw
-        .quotas
-        .map(|quotas| validate_quotas(quotas, &format!("{at}.quotas"), problems))
-        .unwrap_or_default();
+    let fields = RunFields {
+        env: raw.env,
+        args: raw.args,
+        memory: raw.memory,
+        restart_policy: raw.restart_policy,
+        permissions: raw.permissions,
+        suspend: raw.suspend,
+        quotas: raw.quotas,
+    }
+    .validate(at, problems);
     ModuleSpec {
         name: raw.name,
         source,
         options: ModuleOptions {
             namespace: raw.namespace,
-            env: raw.env.into_iter().collect(),
-            args: raw.args,
-            memory_limit: Some(usize::try_from(memory_limit).unwrap_or(usize::MAX)),
-            restart,
             service_account,
-            permissions,
-            suspend,
-            quotas,
+            ..fields
         },
-    }
-}
-
-/// The smallest `bufferedBytes` quota: room for the completions of an ordinary op.
-const MIN_BUFFERED_BYTES: u64 = 64 * 1024;
-
-/// The largest count quota (ops, watches, streams): more is no bound at all.
-const MAX_COUNT_QUOTA: u64 = 1 << 20;
-
-fn validate_quotas(raw: RawQuotas, at: &str, problems: &mut Vec<String>) -> Quotas {
-    let defaults = Quotas::default();
-    let mut count = |field: &str, value: Option<u64>, default: usize| match value {
-        None => default,
-        Some(n) if (1..=MAX_COUNT_QUOTA).contains(&n) => n as usize,
-        Some(n) => {
-            problems.push(format!(
-                "{at}.{field}: {n} is outside 1 ..= {MAX_COUNT_QUOTA}"
-            ));
-            default
-        }
-    };
-    let pending_ops = count("pendingOps", raw.pending_ops, defaults.pending_ops);
-    let concurrent_requests = count(
-        "concurrentRequests",
-        raw.concurrent_requests,
-        defaults.concurrent_requests,
-    );
-    let watches = count("watches", raw.watches, defaults.watches);
-    let streams = count("streams", raw.streams, defaults.streams);
-    let buffered_bytes = match raw.buffered_bytes.as_deref().map(parse_size) {
-        None => defaults.buffered_bytes,
-        Some(Ok(bytes)) if (MIN_BUFFERED_BYTES..=u64::from(u32::MAX)).contains(&bytes) => {
-            bytes as usize
-        }
-        Some(Ok(bytes)) => {
-            problems.push(format!(
-                "{at}.bufferedBytes: {bytes} bytes is outside 64Ki ..= 4Gi - 1"
-            ));
-            defaults.buffered_bytes
-        }
-        Some(Err(e)) => {
-            problems.push(format!("{at}.bufferedBytes: {e}"));
-            defaults.buffered_bytes
-        }
-    };
-    Quotas {
-        pending_ops,
-        concurrent_requests,
-        watches,
-        streams,
-        buffered_bytes,
-        log_lines_per_second: raw
-            .log_lines_per_second
-            .unwrap_or(defaults.log_lines_per_second),
-    }
-}
-
-fn validate_rule(raw: RawRule, at: &str, problems: &mut Vec<String>) -> Rule {
-    if raw.verbs.is_empty() {
-        problems.push(format!("{at}.verbs: lists no verb"));
-    }
-    for verb in &raw.verbs {
-        if verb != "*" && !VERBS.contains(&verb.as_str()) {
-            problems.push(format!(
-                "{at}.verbs: {verb:?} is not a verb (one of {}, or *)",
-                VERBS.join(", ")
-            ));
-        }
-    }
-    if raw.resources.is_empty() {
-        problems.push(format!("{at}.resources: lists no resource"));
-    }
-    for resource in &raw.resources {
-        let parts: Vec<&str> = resource.split('/').collect();
-        let valid = match parts.as_slice() {
-            ["*"] => true,
-            [r] => is_resource_name(r),
-            [r, sub] => (*r == "*" || is_resource_name(r)) && is_resource_name(sub),
-            _ => false,
-        };
-        if !valid {
-            problems.push(format!(
-                "{at}.resources: {resource:?} is not a resource (`name`, `name/subresource`, `*` or `*/subresource`; lowercase)"
-            ));
-        }
-    }
-    let api_groups = raw.api_groups.unwrap_or_else(|| vec![String::new()]);
-    for group in &api_groups {
-        if group != "*" && !group.is_empty() && check_dns_subdomain(group).is_err() {
-            problems.push(format!(
-                "{at}.apiGroups: {group:?} is not an API group (\"\" for the core group, a DNS name, or *)"
-            ));
-        }
-    }
-    Rule {
-        verbs: raw.verbs,
-        api_groups,
-        resources: raw.resources,
-    }
-}
-
-fn is_resource_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-}
-
-/// Checks an RFC 1123 subdomain, as Kubernetes does for most object names: at most 253
-/// characters, dot-separated labels of lowercase letters, digits and `-`.
-fn check_dns_subdomain(name: &str) -> Result<(), String> {
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name.chars().all(ok_char)
-        && name
-            .split('.')
-            .all(|label| !label.is_empty() && !label.starts_with('-') && !label.ends_with('-'));
-    if valid {
-        Ok(())
-    } else {
-        Err(format!(
-            "{name:?} is not a DNS subdomain (a-z, 0-9, `-` and `.`, at most 253)"
-        ))
-    }
-}
-
-/// Checks an RFC 1123 label, as Kubernetes does for namespace names: 1 to 63 characters,
-/// lowercase letters, digits and `-`, starting and ending with a letter or digit.
-fn check_dns_label(name: &str) -> Result<(), String> {
-    let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    let valid = !name.is_empty()
-        && name.len() <= 63
-        && name.chars().all(ok_char)
-        && !name.starts_with('-')
-        && !name.ends_with('-');
-    if valid {
-        Ok(())
-    } else {
-        Err(format!(
-            "{name:?} is not a DNS label (1-63 of a-z, 0-9 and `-`, starting and ending with a letter or digit)"
-        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::quota::Quotas;
+    use crate::runtime::restart::RestartPolicy;
+    use crate::runtime::suspend::SuspendPolicy;
+    use crate::upstream::permissions::Permissions;
 
     fn parse(text: &str) -> Result<Manifest, ManifestError> {
         // Cargo.toml exists in the crate folder: a stand-in for a wasm file that exists.

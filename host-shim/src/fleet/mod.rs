@@ -8,6 +8,8 @@ pub mod config;
 pub mod exit;
 pub mod manifest;
 pub mod metrics_server;
+pub mod module_fields;
 pub mod oci;
 pub mod run_config;
 pub mod units;
+pub mod wasm_controller;
