@@ -230,6 +230,11 @@ impl Program {
         self.signal("-TERM", timeout)
     }
 
+    /// Sends SIGKILL (a crash: no stop, no cleanup) and waits up to `timeout` for the exit.
+    pub fn kill(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        self.signal("-KILL", timeout)
+    }
+
     /// Sends SIGINT (Ctrl-C) and waits up to `timeout` for the exit. A native build that
     /// stops on `tokio::signal::ctrl_c` listens for SIGINT only (SIGTERM kills it); the host
     /// shim treats SIGINT as a stop request too.

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
-use kube_wasm_e2e::registry::{self, blob_file};
+use kube_wasm_e2e::registry;
 use kube_wasm_e2e::{client, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
 
@@ -25,28 +25,6 @@ fn labelled(name: &str) -> ConfigMap {
 
 fn settings() -> String {
     format!("insecureRegistries: [{}]", registry::address())
-}
-
-/// The registry blob whose content is the module of `program`.
-fn blob_of(program: &str) -> std::path::PathBuf {
-    let wasm = std::fs::read(env_path("KUBE_WASM_MODULES").join(format!("{program}.wasm")))
-        .expect("module built");
-    let blobs = env_path("KUBE_WASM_REGISTRY_DIR").join("storage/docker/registry/v2/blobs/sha256");
-    for prefix in std::fs::read_dir(&blobs).expect("blobs").flatten() {
-        for blob in std::fs::read_dir(prefix.path())
-            .expect("blob dirs")
-            .flatten()
-        {
-            let hex = blob.file_name().to_string_lossy().into_owned();
-            let file = blob_file(&hex);
-            if std::fs::metadata(&file).is_ok_and(|m| m.len() == wasm.len() as u64)
-                && std::fs::read(&file).is_ok_and(|bytes| bytes == wasm)
-            {
-                return file;
-            }
-        }
-    }
-    panic!("no blob holds {program}.wasm")
 }
 
 #[tokio::test]
@@ -114,13 +92,12 @@ async fn bad_images_fail_their_module_alone_with_the_reason() {
     let pid = std::process::id();
     let address = registry::address();
     registry::push("configmap-mirror", &format!("e2e/good-{pid}"), "v1", &[]);
-    // multi-watch's layer is pushed here only: tampering with it harms no other test.
-    registry::push("multi-watch", &format!("e2e/tampered-{pid}"), "v1", &[]);
-    let blob = blob_of("multi-watch");
-    let mut bytes = std::fs::read(&blob).expect("blob");
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0xff;
-    std::fs::write(&blob, bytes).expect("tampered");
+    let dir = scratch_dir().join(format!("registry-bad-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    // A copy of its own: tampering with its blob harms no other push.
+    let (copy, content) = registry::unique_copy("multi-watch", &format!("bad-{pid}"), &dir);
+    registry::push_file(&copy, &format!("e2e/tampered-{pid}"), "v1", &[]);
+    registry::tamper_blob_holding(&content);
     registry::push(
         "configmap-generator",
         &format!("e2e/container-{pid}"),
@@ -141,8 +118,6 @@ async fn bad_images_fail_their_module_alone_with_the_reason() {
             &format!("{address}/e2e/good-{pid}@{wrong_digest}"),
         ),
     ];
-    let dir = scratch_dir().join(format!("registry-bad-{pid}"));
-    std::fs::create_dir_all(&dir).expect("dir");
     let manifest = write_manifest(&dir, "host.yaml", &settings(), &entries);
     let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
     host.stdout

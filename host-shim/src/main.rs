@@ -12,6 +12,7 @@ use host_shim::fleet::exit::{HostExit, StopSignal, host_exit};
 use host_shim::fleet::oci::RegistrySettings;
 use host_shim::fleet::oci::pull::Puller;
 use host_shim::fleet::oci::store::ModuleStore;
+use host_shim::fleet::operator::{self, OperatorConfig};
 use host_shim::fleet::run_config::RunConfig;
 use host_shim::runtime::module::{ModuleError, ModuleOutcome};
 use host_shim::runtime::options::{ModuleSource, ModuleSpec};
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
         }
     };
     let exit = match cli.command {
-        Command::Run(args) => runtime.block_on(run_host(args)),
+        Command::Run(args) => runtime.block_on(run_host(*args)),
         Command::Push(args) => runtime.block_on(push(args)).map(HostExit::Status),
         Command::Crd => host_shim::fleet::wasm_controller::crd_yaml().map(|yaml| {
             print!("{yaml}");
@@ -140,6 +141,15 @@ async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
         .iter()
         .filter_map(|m| m.options.service_account.clone())
         .collect();
+    // The operator's own client (watching WasmControllers, writing their status and Events),
+    // apart from the modules' upstreams.
+    let operator_client = match &config.controllers {
+        Some(_) => Some(
+            kube::Client::try_from(kube_config.clone())
+                .context("building the operator's client")?,
+        ),
+        None => None,
+    };
     let identities =
         Identities::from_config(kube_config, accounts).context("building the kube clients")?;
     let upstream = identities.own().clone();
@@ -215,8 +225,26 @@ async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
         started.elapsed()
     );
 
+    let operator = match (config.controllers, operator_client) {
+        (Some(controllers), Some(client)) => Some(tokio::spawn(operator::run(
+            client,
+            host.clone(),
+            puller.clone(),
+            OperatorConfig {
+                namespaces: controllers.namespaces,
+                host_name: controllers.host_name,
+                stop_timeout: config.stop_timeout,
+            },
+            stop.clone(),
+        ))),
+        _ => None,
+    };
     let supervisor = Supervisor::with_stop_handle(host, config.stop_timeout, stop);
     reports.extend(supervisor.run_all(loaded).await);
+    if let Some(operator) = operator {
+        // Runs until the host is stopped, then stops the modules it runs.
+        operator.await.context("the operator task failed")??;
+    }
 
     for report in &reports {
         tracing::info!("module `{}`: {}", report.name, report.outcome);

@@ -256,6 +256,24 @@ impl Metrics {
         }
     }
 
+    /// `module`'s current state, if it has one.
+    pub fn module_state(&self, module: &str) -> Option<ModuleState> {
+        STATES.into_iter().find(|s| {
+            let labels = StateLabels {
+                module: module.to_owned(),
+                state: s.label(),
+            };
+            self.state.get(&labels).is_some_and(|g| g.get() == 1)
+        })
+    }
+
+    /// `module`'s linear memory after its last entry, in bytes, if recorded.
+    pub fn module_memory(&self, module: &str) -> Option<u64> {
+        self.memory
+            .get(&Self::module(module))
+            .and_then(|g| u64::try_from(g.get()).ok())
+    }
+
     /// Records `module`'s linear memory size.
     pub fn set_memory(&self, module: &str, bytes: usize) {
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);

@@ -25,7 +25,7 @@ pub enum Command {
     /// program would end: with the module's exit status, or killed by the stop signal if the
     /// module never asked for it; several modules: 0 if every one exited with status 0,
     /// else 1.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Publish a module to an OCI registry, as an artifact with one `application/wasm` layer
     /// (the CNCF wasm OCI artifact layout); prints the pushed reference pinned by digest
     /// (`registry/repository@sha256:…`), which a manifest's `image` can name.
@@ -120,6 +120,22 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub suspend_dir: Option<PathBuf>,
 
+    /// Also run the cluster's WasmController resources (`kube-wasm.dev/v1alpha1`), beside the
+    /// manifest's modules if one is given: pulled, started, replaced on a spec change and
+    /// stopped before deletion (the host is their operator; see deploy/).
+    #[arg(long)]
+    pub controllers: bool,
+
+    /// With `--controllers`: run only the WasmControllers of this namespace (repeatable;
+    /// default: all namespaces).
+    #[arg(long = "namespace", value_name = "NAME", requires = "controllers")]
+    pub namespaces: Vec<String>,
+
+    /// This host replica's name, shown in `status.host` and on its Events (default: the
+    /// `POD_NAME` environment variable, else the machine's host name).
+    #[arg(long, value_name = "NAME")]
+    pub host_name: Option<String>,
+
     /// A registry (`host[:port]`) to reach over plain HTTP rather than HTTPS (repeatable; added
     /// to the manifest's `insecureRegistries`).
     #[arg(long = "insecure-registry", value_name = "HOST[:PORT]")]
@@ -127,7 +143,7 @@ pub struct RunArgs {
 
     /// The modules to run, each named after its file stem and never restarted (use a
     /// manifest for more).
-    #[arg(value_name = "MODULE.wasm", required_unless_present = "manifest")]
+    #[arg(value_name = "MODULE.wasm", required_unless_present_any = ["manifest", "controllers"])]
     pub modules: Vec<PathBuf>,
 }
 

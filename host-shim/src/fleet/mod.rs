@@ -10,6 +10,7 @@ pub mod manifest;
 pub mod metrics_server;
 pub mod module_fields;
 pub mod oci;
+pub mod operator;
 pub mod run_config;
 pub mod units;
 pub mod wasm_controller;

@@ -38,8 +38,33 @@ pub struct RunConfig {
     pub metrics_addr: Option<SocketAddr>,
     /// How registries are reached, for modules given as images.
     pub registries: RegistrySettings,
+    /// Whether the host also runs the cluster's WasmControllers, and how.
+    pub controllers: Option<ControllersConfig>,
     /// The modules, in order.
     pub modules: Vec<ModuleSpec>,
+}
+
+/// How the host runs the cluster's WasmControllers (`--controllers`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllersConfig {
+    /// Their namespaces; empty: all.
+    pub namespaces: Vec<String>,
+    /// This replica's name.
+    pub host_name: String,
+}
+
+/// `POD_NAME`, else the machine's host name, else `host-shim`.
+fn default_host_name() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|n| n.trim().to_owned())
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| "host-shim".to_owned())
 }
 
 impl RunConfig {
@@ -92,7 +117,8 @@ impl RunConfig {
         let defaults = Settings::default();
         let settings = Settings {
             env: args.env,
-            pool: Some(PoolSize {
+            // The operator's modules come and go: no fixed pool for them.
+            pool: (!args.controllers).then(|| PoolSize {
                 instances: u32::try_from(modules.len()).unwrap_or(u32::MAX),
                 max_memory_bytes: largest_memory,
             }),
@@ -130,6 +156,10 @@ impl RunConfig {
             metrics_addr: args
                 .metrics_addr
                 .or_else(|| manifest.and_then(|m| m.metrics_addr)),
+            controllers: args.controllers.then(|| ControllersConfig {
+                namespaces: args.namespaces.clone(),
+                host_name: args.host_name.clone().unwrap_or_else(default_host_name),
+            }),
             registries: RegistrySettings {
                 insecure: args
                     .insecure_registries
@@ -160,7 +190,7 @@ mod tests {
         let Command::Run(args) = Cli::try_parse_from(argv).expect("valid arguments").command else {
             panic!("a run command")
         };
-        args
+        *args
     }
 
     /// [`MANIFEST`] loaded from a folder of its own (named after `test`) holding its modules.

@@ -150,8 +150,10 @@ pub struct Condition {
     pub status: String,
     /// A CamelCase reason.
     pub reason: String,
-    /// A human-readable message.
-    pub message: String,
+    /// A human-readable message, if there is one (an empty string is left out: kube-apiserver
+    /// 1.20 reads an empty string in a merge patch as `null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// When the status last changed (RFC 3339).
     pub last_transition_time: String,
     /// The `metadata.generation` the condition was set for.

@@ -19,7 +19,7 @@ pub enum Phase {
 /// handler). Dropping every handle does not stop anything.
 #[derive(Debug, Clone)]
 pub struct StopHandle {
-    tx: watch::Sender<Phase>,
+    tx: std::sync::Arc<watch::Sender<Phase>>,
 }
 
 impl Default for StopHandle {
@@ -32,7 +32,7 @@ impl StopHandle {
     /// A handle in [`Phase::Running`].
     pub fn new() -> Self {
         Self {
-            tx: watch::Sender::new(Phase::Running),
+            tx: std::sync::Arc::new(watch::Sender::new(Phase::Running)),
         }
     }
 
@@ -61,11 +61,59 @@ impl StopHandle {
     pub fn subscribe(&self) -> watch::Receiver<Phase> {
         self.tx.subscribe()
     }
+
+    /// A handle of its own (one module's, to stop it alone) that also follows this one: when
+    /// this one stops or kills, so does the child. Needs a tokio runtime (a task forwards
+    /// the phases; it ends within a minute once the child is dropped).
+    pub fn child(&self) -> StopHandle {
+        let child = StopHandle::new();
+        let mut parent = self.subscribe();
+        let weak = std::sync::Arc::downgrade(&child.tx);
+        tokio::spawn(async move {
+            loop {
+                let phase = *parent.borrow_and_update();
+                let Some(tx) = weak.upgrade() else { return };
+                if phase > *tx.borrow() {
+                    tx.send_replace(phase);
+                }
+                drop(tx);
+                // Look again at least once a minute, so the task ends soon after the child
+                // is gone even if the parent never changes.
+                tokio::select! {
+                    changed = parent.changed() => if changed.is_err() { return },
+                    () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+                }
+            }
+        });
+        child
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_child_follows_its_parent_but_stops_alone() {
+        let parent = StopHandle::new();
+        let child = parent.child();
+        child.request_stop();
+        assert_eq!(
+            (parent.phase(), child.phase()),
+            (Phase::Running, Phase::Stopping)
+        );
+        let other = parent.child();
+        let mut seen = other.subscribe();
+        parent.kill();
+        seen.wait_for(|p| *p == Phase::Kill)
+            .await
+            .expect("forwarded");
+        let mut first = child.subscribe();
+        first
+            .wait_for(|p| *p == Phase::Kill)
+            .await
+            .expect("forwarded");
+    }
 
     #[test]
     fn phases_only_move_forward() {

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -141,6 +142,50 @@ impl Supervisor {
 /// restart policy asks for it and the host is running. Returns its last outcome and how many
 /// times it was restarted.
 async fn supervise(host: Host, module: LoadedModule, stop: StopHandle) -> (ModuleOutcome, u32) {
+    supervise_reporting(host, module, stop, &watch::Sender::new(RunState::default())).await
+}
+
+/// Where a supervised module is, as [`supervise_reporting`] reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunState {
+    /// Running, waiting to be restarted, or ended for good.
+    pub phase: RunPhase,
+    /// Restarts so far.
+    pub restarts: u32,
+    /// How its last run ended, if it ended other than cleanly (the outcome's message).
+    pub last_error: Option<String>,
+}
+
+/// The phase of a [`RunState`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunPhase {
+    /// Its module runs (resident or suspended).
+    #[default]
+    Running,
+    /// Its last run failed; it restarts after its back-off.
+    BackOff,
+    /// It ended and is not restarted (its policy, or the stop handle).
+    Ended,
+}
+
+/// Runs one module as [`Supervisor::run_all`] runs each — restarted as its policy says, with
+/// back-off, until it ends for good or `stop` stops it — publishing where it is to `report`
+/// at each change. Returns its last outcome and its restarts.
+pub async fn supervise_reporting(
+    host: Host,
+    module: LoadedModule,
+    stop: StopHandle,
+    report: &watch::Sender<RunState>,
+) -> (ModuleOutcome, u32) {
+    let publish = |phase, restarts, outcome: Option<&ModuleOutcome>| {
+        report.send_modify(|state| {
+            state.phase = phase;
+            state.restarts = restarts;
+            if let Some(outcome) = outcome.filter(|o| !o.is_success()) {
+                state.last_error = Some(outcome.to_string());
+            }
+        });
+    };
     let policy = module.options().restart;
     let mut backoff = BackoffState::new(host.settings().backoff);
     let mut phase = stop.subscribe();
@@ -151,12 +196,15 @@ async fn supervise(host: Host, module: LoadedModule, stop: StopHandle) -> (Modul
     loop {
         let started = Instant::now();
         metrics.set_state(&name, ModuleState::Running);
+        publish(RunPhase::Running, restarts, None);
         let outcome = host.run_module(module.clone(), &stop).await;
         if stop.phase() != Phase::Running || !policy.restarts_after(&outcome) {
             metrics.set_state(&name, ModuleState::Stopped);
+            publish(RunPhase::Ended, restarts, Some(&outcome));
             return (outcome, restarts);
         }
         metrics.set_state(&name, ModuleState::Backoff);
+        publish(RunPhase::BackOff, restarts, Some(&outcome));
         let delay = backoff.delay_after(started.elapsed());
         tracing::warn!(
             "restarting module `{}` in {delay:?} (restart {}, policy {policy})",
@@ -170,6 +218,7 @@ async fn supervise(host: Host, module: LoadedModule, stop: StopHandle) -> (Modul
             }
             _ = phase.wait_for(|p| *p != Phase::Running) => {
                 metrics.set_state(&name, ModuleState::Stopped);
+                publish(RunPhase::Ended, restarts, None);
                 return (outcome, restarts);
             }
         }

@@ -35,10 +35,14 @@ impl fmt::Display for ServiceAccount {
 }
 
 /// The upstreams of the host: its own, and one impersonating each ServiceAccount in use.
+/// Clones share the accounts' clients.
 #[derive(Debug, Clone)]
 pub struct Identities {
     own: Upstream,
-    accounts: HashMap<ServiceAccount, Upstream>,
+    /// The host's kube `Config`, from which a client for an account not built at start is
+    /// made when a module first needs it (the operator's WasmControllers).
+    base: Option<kube::Config>,
+    accounts: std::sync::Arc<std::sync::Mutex<HashMap<ServiceAccount, Upstream>>>,
 }
 
 impl Identities {
@@ -46,12 +50,14 @@ impl Identities {
     pub fn new(own: Upstream) -> Self {
         Self {
             own,
-            accounts: HashMap::new(),
+            base: None,
+            accounts: Default::default(),
         }
     }
 
     /// Builds the host's client from `config` and one impersonating client per account in
-    /// `accounts` (duplicates share one). Must run inside a tokio runtime.
+    /// `accounts` (duplicates share one); clients for other accounts are built from `config`
+    /// when first asked for. Must run inside a tokio runtime.
     ///
     /// # Errors
     /// Whatever [`kube::Client::try_from`] refuses.
@@ -59,23 +65,40 @@ impl Identities {
         config: kube::Config,
         accounts: impl IntoIterator<Item = ServiceAccount>,
     ) -> Result<Self, kube::Error> {
-        let mut identities = Self::new(Upstream::from_config(config.clone())?);
+        let identities = Self {
+            base: Some(config.clone()),
+            ..Self::new(Upstream::from_config(config)?)
+        };
         for account in accounts {
-            if identities.accounts.contains_key(&account) {
-                continue;
-            }
-            let mut config = config.clone();
-            config.auth_info.impersonate = Some(account.user_name());
-            config.auth_info.impersonate_groups = None;
-            let upstream = Upstream::from_config(config)?;
-            identities.accounts.insert(account, upstream);
+            identities.build(&account)?;
         }
         Ok(identities)
     }
 
+    fn build(&self, account: &ServiceAccount) -> Result<Option<Upstream>, kube::Error> {
+        if let Some(known) = self.lock().get(account) {
+            return Ok(Some(known.clone()));
+        }
+        let Some(base) = &self.base else {
+            return Ok(None);
+        };
+        let mut config = base.clone();
+        config.auth_info.impersonate = Some(account.user_name());
+        config.auth_info.impersonate_groups = None;
+        let upstream = Upstream::from_config(config)?;
+        self.lock().insert(account.clone(), upstream.clone());
+        Ok(Some(upstream))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ServiceAccount, Upstream>> {
+        self.accounts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Adds (or replaces) the upstream used for `account`.
     pub fn insert(&mut self, account: ServiceAccount, upstream: Upstream) {
-        self.accounts.insert(account, upstream);
+        self.lock().insert(account, upstream);
     }
 
     /// The host's own upstream.
@@ -83,12 +106,16 @@ impl Identities {
         &self.own
     }
 
-    /// The upstream acting as `account` (`None`: the host's own), or `None` if no client was
-    /// built for that account.
-    pub fn upstream_for(&self, account: Option<&ServiceAccount>) -> Option<&Upstream> {
+    /// The upstream acting as `account` (`None`: the host's own), built on first use from
+    /// the host's `Config` if the host has one; `None` if there is no client for that account
+    /// and none can be built.
+    pub fn upstream_for(&self, account: Option<&ServiceAccount>) -> Option<Upstream> {
         match account {
-            None => Some(&self.own),
-            Some(account) => self.accounts.get(account),
+            None => Some(self.own.clone()),
+            Some(account) => self.build(account).unwrap_or_else(|err| {
+                tracing::error!("cannot build a client acting as {account}: {err}");
+                None
+            }),
         }
     }
 }
@@ -120,7 +147,7 @@ mod tests {
         };
         let ids =
             Identities::from_config(config, [a.clone(), b.clone(), a.clone()]).expect("clients");
-        assert_eq!(ids.accounts.len(), 2);
+        assert_eq!(ids.lock().len(), 2);
         assert!(ids.upstream_for(Some(&a)).is_some());
         assert!(ids.upstream_for(None).is_some());
         let c = ServiceAccount {

@@ -88,7 +88,7 @@ fn is_digest_error(err: &oci_client::errors::OciDistributionError) -> bool {
     matches!(
         err,
         oci_client::errors::OciDistributionError::DigestError(_)
-    ) || err.to_string().to_ascii_lowercase().contains("digest")
+    )
 }
 
 /// Pulls modules into a store.

@@ -115,11 +115,7 @@ async fn run_inner(
         cx.identities.own().cluster_url(),
         cx.env.iter().chain(&options.env),
     );
-    let Some(upstream) = cx
-        .identities
-        .upstream_for(options.service_account.as_ref())
-        .cloned()
-    else {
+    let Some(upstream) = cx.identities.upstream_for(options.service_account.as_ref()) else {
         return ModuleOutcome::Failed(ModuleError::Internal(format!(
             "the host has no client acting as ServiceAccount {}",
             options

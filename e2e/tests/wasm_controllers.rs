@@ -1,0 +1,346 @@
+//! The host as the operator of WasmController resources, against the real apiserver and the
+//! test OCI registry: three WasmControllers reach Running with their status; a new digest for
+//! one replaces only that one; a deleted one stops and closes its watch before it goes away;
+//! a missing image, a tampered blob and a module of another ABI end in BackOff or Failed with
+//! a message and an Event while a neighbour keeps reconciling; after SIGKILL a new host brings
+//! every resource back; `kubectl get wasmcontrollers` prints the columns.
+
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube_wasm_e2e::audit::audited_requests;
+use kube_wasm_e2e::registry;
+use kube_wasm_e2e::{Program, client, env_path, eventually, fresh_namespace, scratch_dir};
+use serde_json::{Value, json};
+
+/// Debug builds compile a module in seconds; several reconcile at once on two cores.
+const PROMPTLY: Duration = Duration::from_secs(60);
+
+fn wasm_controllers(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("kube-wasm.dev", "v1alpha1", "WasmController");
+    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk))
+}
+
+async fn install_crd(client: &kube::Client) {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/wasmcontroller-crd.yaml"),
+    )
+    .expect("the shipped CRD");
+    let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).expect("a CRD");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("kube-wasm-e2e").force();
+    crds.patch(
+        "wasmcontrollers.kube-wasm.dev",
+        &params,
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("the CRD is applied");
+    eventually(PROMPTLY, "the CRD to be established", || async {
+        let crd = crds.get("wasmcontrollers.kube-wasm.dev").await.ok()?;
+        crd.status?
+            .conditions?
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+            .then_some(())
+    })
+    .await;
+}
+
+fn resource(name: &str, image: &str) -> DynamicObject {
+    let gvk = GroupVersionKind::gvk("kube-wasm.dev", "v1alpha1", "WasmController");
+    let mut object = DynamicObject::new(name, &ApiResource::from_gvk(&gvk));
+    object.data = json!({ "spec": { "image": image } });
+    object
+}
+
+/// The status of `name` once `check` holds for it.
+async fn status_when(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(PROMPTLY, what, || async {
+        let object = api.get(name).await.ok()?;
+        let status = object.data.get("status")?.clone();
+        check(&status).then_some(status)
+    })
+    .await
+}
+
+fn phase(status: &Value) -> &str {
+    status["phase"].as_str().unwrap_or_default()
+}
+
+fn labelled(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("n".to_string(), name.to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+/// Creates a labelled ConfigMap in `ns` and waits for its mirror Secret.
+async fn mirrors(client: &kube::Client, ns: &str, name: &str) {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    cms.create(&PostParams::default(), &labelled(name))
+        .await
+        .expect("create");
+    eventually(PROMPTLY, "the module in {ns} to mirror", || async {
+        secrets.get_opt(name).await.ok().flatten()
+    })
+    .await;
+}
+
+async fn has_event(client: &kube::Client, ns: &str, name: &str, reason: &str) -> bool {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    events
+        .list(&ListParams::default())
+        .await
+        .map(|list| {
+            list.items.iter().any(|e| {
+                e.involved_object.name.as_deref() == Some(name)
+                    && e.reason.as_deref() == Some(reason)
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// A host running the WasmControllers of `namespaces` (other tests' resources stay apart).
+fn start_host(dir: &std::path::Path, namespaces: &[String]) -> Program {
+    let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
+    command
+        .args([
+            "run",
+            "--controllers",
+            "--shared-watches",
+            "false",
+            "--stop-timeout",
+            "5",
+        ])
+        .args([
+            "--host-name",
+            "e2e-host",
+            "--insecure-registry",
+            &registry::address(),
+        ])
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .arg("--kubeconfig")
+        .arg(env_path("KUBECONFIG"));
+    for ns in namespaces {
+        command.args(["--namespace", ns]);
+    }
+    Program::spawn(command, "host-shim")
+}
+
+#[tokio::test]
+async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
+    let client = client().await;
+    install_crd(&client).await;
+    let pid = std::process::id();
+    let address = registry::address();
+    let repository = format!("e2e/wc-mirror-{pid}");
+    registry::push("configmap-mirror", &repository, "v1", &[]);
+    // The same module under another manifest digest: an upgrade the host must roll out.
+    let upgraded = registry::push(
+        "configmap-mirror",
+        &repository,
+        "v2",
+        &[
+            "--layer-media-type",
+            "application/vnd.wasm.content.layer.v1+wasm",
+        ],
+    );
+    let dir = scratch_dir().join(format!("wasm-controllers-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let namespaces = [
+        fresh_namespace(&client, "wc-a").await,
+        fresh_namespace(&client, "wc-b").await,
+        fresh_namespace(&client, "wc-c").await,
+    ];
+    let bad_ns = fresh_namespace(&client, "wc-bad").await;
+    let watched: Vec<String> = namespaces.iter().chain([&bad_ns]).cloned().collect();
+    let mut host = start_host(&dir, &watched);
+    for ns in &namespaces {
+        wasm_controllers(&client, ns)
+            .create(
+                &PostParams::default(),
+                &resource("mirror", &format!("{address}/{repository}:v1")),
+            )
+            .await
+            .expect("created");
+    }
+    for ns in &namespaces {
+        let status = status_when(&wasm_controllers(&client, ns), "mirror", "Running", |s| {
+            phase(s) == "Running"
+        })
+        .await;
+        assert!(
+            status["digest"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("sha256:")),
+            "{status}"
+        );
+        assert_eq!(status["host"], "e2e-host");
+        assert_eq!(status["observedGeneration"], 1);
+        assert!(
+            status["conditions"].as_array().is_some_and(|c| c
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")),
+            "{status}"
+        );
+        mirrors(&client, ns, "first").await;
+        assert!(has_event(&client, ns, "mirror", "Started").await);
+    }
+    let table = Command::new("kubectl")
+        .args(["get", "wasmcontrollers", "-A"])
+        .env("KUBECONFIG", env_path("KUBECONFIG"))
+        .output()
+        .expect("kubectl runs");
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(
+        table.lines().next().is_some_and(|h| [
+            "NAME", "PHASE", "RESTARTS", "DIGEST", "HOST", "AGE"
+        ]
+        .iter()
+        .all(|c| h.contains(c))),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .filter(|l| l.contains("Running") && l.contains("e2e-host"))
+            .count()
+            >= 3,
+        "{table}"
+    );
+
+    // An upgrade of a's image replaces a alone: b's and c's watches stay, b keeps mirroring.
+    let watches_of = |ns: &str| {
+        audited_requests("configmaps", ns)
+            .into_iter()
+            .filter(|r| r.verb == "watch")
+            .count()
+    };
+    let (b_watches, c_watches) = (watches_of(&namespaces[1]), watches_of(&namespaces[2]));
+    let a = wasm_controllers(&client, &namespaces[0]);
+    a.patch(
+        "mirror",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"image": upgraded}})),
+    )
+    .await
+    .expect("patched");
+    mirrors(&client, &namespaces[1], "during-upgrade").await;
+    let digest = upgraded
+        .split_once('@')
+        .map(|(_, d)| d.to_owned())
+        .expect("pinned");
+    status_when(&a, "mirror", "the new digest running", |s| {
+        phase(s) == "Running" && s["digest"] == digest.as_str() && s["observedGeneration"] == 2
+    })
+    .await;
+    mirrors(&client, &namespaces[0], "after-upgrade").await;
+    assert_eq!(
+        watches_of(&namespaces[1]),
+        b_watches,
+        "b's upstream watch is untouched"
+    );
+    assert_eq!(
+        watches_of(&namespaces[2]),
+        c_watches,
+        "c's upstream watch is untouched"
+    );
+
+    // Deleting c stops its module and closes its watch before the resource goes away.
+    let c = wasm_controllers(&client, &namespaces[2]);
+    c.delete("mirror", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    eventually(PROMPTLY, "c to go away", || async {
+        c.get_opt("mirror")
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let open = audited_requests("configmaps", &namespaces[2])
+        .into_iter()
+        .filter(|r| r.verb == "watch" && !r.stages.iter().any(|s| s == "ResponseComplete"))
+        .count();
+    assert_eq!(open, 0, "c's watches were closed before it went away");
+
+    // Bad images fail alone, with a message and an Event, while b keeps mirroring.
+    let bad = wasm_controllers(&client, &bad_ns);
+    let (copy, content) = registry::unique_copy("store-reader", &format!("wc-{pid}"), &dir);
+    registry::push_file(&copy, &format!("e2e/wc-tampered-{pid}"), "v1", &[]);
+    registry::tamper_blob_holding(&content);
+    let other_abi = dir.join("other-abi.wasm");
+    std::fs::write(&other_abi, wat::parse_str(OTHER_ABI).expect("wat")).expect("written");
+    registry::push_file(&other_abi, &format!("e2e/wc-abi-{pid}"), "v1", &[]);
+    for (name, image) in [
+        ("missing", format!("{address}/e2e/wc-missing-{pid}:v1")),
+        ("tampered", format!("{address}/e2e/wc-tampered-{pid}:v1")),
+        ("other-abi", format!("{address}/e2e/wc-abi-{pid}:v1")),
+    ] {
+        bad.create(&PostParams::default(), &resource(name, &image))
+            .await
+            .expect("created");
+    }
+    for (name, want, words, reason) in [
+        ("missing", "BackOff", "pulling", "PullBackOff"),
+        ("tampered", "Failed", "digest", "PullFailed"),
+        ("other-abi", "Failed", "abi 2.0", "Crashed"),
+    ] {
+        let status = status_when(&bad, name, want, |s| phase(s) == want).await;
+        let message = status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        assert!(message.contains(words), "{name}: {message}");
+        eventually(PROMPTLY, "the Event", || async {
+            has_event(&client, &bad_ns, name, reason)
+                .await
+                .then_some(())
+        })
+        .await;
+    }
+    mirrors(&client, &namespaces[1], "beside-bad-ones").await;
+
+    // A host killed and started again brings every resource back.
+    host.kill(Duration::from_secs(10)).expect("killed");
+    let mut host = start_host(&dir, &watched);
+    for ns in &namespaces[..2] {
+        mirrors(&client, ns, "after-restart").await;
+        status_when(
+            &wasm_controllers(&client, ns),
+            "mirror",
+            "Running again",
+            |s| phase(s) == "Running",
+        )
+        .await;
+    }
+    let status = host.terminate(Duration::from_secs(30)).expect("host exits");
+    eprintln!("host exit: {status:?}");
+}
+
+/// A module of ABI 2.0: the host refuses it at start.
+const OTHER_ABI: &str = r#"(module
+  (memory (export "memory") 1)
+  (func (export "kube_wasm_abi_version") (result i32) (i32.const 0x20000))
+  (func (export "kube_wasm_alloc") (param i32) (result i32) (i32.const 0))
+  (func (export "kube_wasm_complete") (param i64 i32 i32))
+  (func (export "_start")))"#;

@@ -1,0 +1,373 @@
+//! Reconciling one WasmController: behind the finalizer, bring its module to its spec — pull,
+//! compile, (re)start — or stop it before the resource goes away.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::finalizer::{self, finalizer};
+use kube::{Resource as _, ResourceExt as _};
+use oci_client::secrets::RegistryAuth;
+
+use super::modules::Key;
+use super::{Context, FINALIZER, status};
+use crate::fleet::oci::pull_secret::{DOCKER_CONFIG_JSON_KEY, credentials_for};
+use crate::fleet::oci::store::Digest;
+use crate::fleet::wasm_controller::{Phase, Validated, WasmController};
+use crate::runtime::options::ModuleSource;
+use crate::runtime::supervisor::RunPhase;
+
+/// How long a retriable failure (registry unreachable) waits before the next try.
+const RETRY_AFTER: Duration = Duration::from_secs(10);
+
+/// Why a reconcile failed; the controller retries it after [`RETRY_AFTER`].
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server refused a write (status, finalizer).
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+    /// The finalizer machinery failed.
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+/// The module name of a WasmController in the host: `<namespace>.<name>` (a namespace has no
+/// dot, so the name is unambiguous).
+pub(crate) fn module_name(key: &Key) -> String {
+    format!("{}.{}", key.0, key.1)
+}
+
+/// Reconciles `obj` (kube-runtime's `Controller` calls it on every change).
+pub(crate) async fn reconcile(
+    obj: Arc<WasmController>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let namespace = obj.namespace().unwrap_or_default();
+    let api: Api<WasmController> = Api::namespaced(ctx.client.clone(), &namespace);
+    finalizer(&api, FINALIZER, obj, |event| async {
+        match event {
+            finalizer::Event::Apply(obj) => apply(obj, ctx.clone()).await,
+            finalizer::Event::Cleanup(obj) => cleanup(obj, ctx.clone()).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer(other.to_string()),
+    })
+}
+
+/// What the controller does after a failed reconcile.
+pub(crate) fn error_policy(_obj: Arc<WasmController>, err: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!("reconcile failed, retrying in {RETRY_AFTER:?}: {err}");
+    Action::requeue(RETRY_AFTER)
+}
+
+fn key_of(obj: &WasmController) -> Key {
+    (obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+async fn event(ctx: &Context, obj: &WasmController, type_: EventType, reason: &str, note: String) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    if let Err(err) = ctx.recorder.publish(&event, &obj.object_ref(&())).await {
+        tracing::warn!("cannot record the event {reason}: {err}");
+    }
+}
+
+async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = key_of(&obj);
+    let generation = obj.meta().generation;
+    let api: Api<WasmController> = Api::namespaced(ctx.client.clone(), &key.0);
+    let mut writer = status::StatusWriter::new(api, &key.1, obj.status.clone());
+    let host = ctx.config.host_name.clone();
+    let not_running = |writer: &status::StatusWriter,
+                       phase,
+                       message: &str,
+                       pulled: bool,
+                       digest: Option<&str>| {
+        status::not_running(
+            phase,
+            message,
+            pulled,
+            digest,
+            generation,
+            &host,
+            writer.last(),
+        )
+    };
+    let validated = match obj.spec.validate(&key.0) {
+        Ok(validated) => validated,
+        Err(problems) => {
+            let message = problems.join("; ");
+            ctx.modules.stop(&key, ctx.config.stop_timeout).await;
+            event(
+                &ctx,
+                &obj,
+                EventType::Warning,
+                "InvalidSpec",
+                message.clone(),
+            )
+            .await;
+            let status = not_running(&writer, Phase::Failed, &message, false, None);
+            writer.write(status).await?;
+            return Ok(Action::await_change());
+        }
+    };
+    if ctx
+        .modules
+        .started_for(&key)
+        .is_some_and(|(started, _)| started == generation)
+    {
+        return Ok(Action::await_change());
+    }
+    if matches!(validated.source, ModuleSource::Image(_)) {
+        let status = not_running(&writer, Phase::Pulling, "", false, None);
+        writer.write(status).await?;
+    }
+    let (path, digest) = match fetch(&ctx, &key.0, &validated).await {
+        Ok(fetched) => fetched,
+        Err(Fetch { message, retriable }) => {
+            let (phase, reason, action) = if retriable {
+                (Phase::BackOff, "PullBackOff", Action::requeue(RETRY_AFTER))
+            } else {
+                (Phase::Failed, "PullFailed", Action::await_change())
+            };
+            event(&ctx, &obj, EventType::Warning, reason, message.clone()).await;
+            let status = not_running(&writer, phase, &message, false, None);
+            writer.write(status).await?;
+            return Ok(action);
+        }
+    };
+    if let ModuleSource::Image(image) = &validated.source {
+        event(
+            &ctx,
+            &obj,
+            EventType::Normal,
+            "Pulled",
+            format!("pulled {image} ({digest})"),
+        )
+        .await;
+    }
+    if ctx.modules.started_for(&key).is_some() {
+        ctx.modules.stop(&key, ctx.config.stop_timeout).await;
+        event(
+            &ctx,
+            &obj,
+            EventType::Normal,
+            "Replaced",
+            "stopped the module of the previous spec".into(),
+        )
+        .await;
+    }
+    let name = module_name(&key);
+    let loader = ctx.host.clone();
+    let load_name = name.clone();
+    let loaded = tokio::task::spawn_blocking(move || loader.load_file(&load_name, &path))
+        .await
+        .map_err(|e| Error::Finalizer(format!("the compile task failed: {e}")))?;
+    let module = match loaded {
+        Ok(module) => module.with_options(validated.options),
+        Err(err) => {
+            let message = format!("module `{name}` {err}");
+            event(&ctx, &obj, EventType::Warning, "Failed", message.clone()).await;
+            let status = not_running(
+                &writer,
+                Phase::Failed,
+                &message,
+                true,
+                Some(digest.as_str()),
+            );
+            writer.write(status).await?;
+            return Ok(Action::await_change());
+        }
+    };
+    let state = ctx.modules.start(
+        key.clone(),
+        generation,
+        digest.to_string(),
+        &ctx.host,
+        module,
+    );
+    event(
+        &ctx,
+        &obj,
+        EventType::Normal,
+        "Started",
+        format!("started module `{name}` ({digest})"),
+    )
+    .await;
+    tokio::spawn(report(
+        ctx.clone(),
+        obj.clone(),
+        key,
+        generation,
+        digest.to_string(),
+        state,
+        writer,
+    ));
+    Ok(Action::await_change())
+}
+
+/// Follows one started module: writes its status when where it is changes, records Events for
+/// crashes, back-offs and its end, until it ends or is replaced.
+async fn report(
+    ctx: Arc<Context>,
+    obj: Arc<WasmController>,
+    key: Key,
+    generation: Option<i64>,
+    digest: String,
+    mut state: tokio::sync::watch::Receiver<crate::runtime::supervisor::RunState>,
+    mut writer: status::StatusWriter,
+) {
+    let name = module_name(&key);
+    let mut last_phase = None;
+    loop {
+        let still_ours = ctx
+            .modules
+            .started_for(&key)
+            .is_some_and(|(g, d)| g == generation && d == digest);
+        let run = state.borrow_and_update().clone();
+        if !still_ours && run.phase != RunPhase::Ended {
+            return;
+        }
+        let current = status::of_running(
+            &run,
+            ctx.host.metrics(),
+            &name,
+            &digest,
+            generation,
+            &ctx.config.host_name,
+            writer.last(),
+        );
+        if last_phase != Some(current.phase) {
+            let (type_, reason) = match current.phase {
+                Phase::BackOff => (EventType::Warning, "BackOff"),
+                Phase::Failed => (EventType::Warning, "Crashed"),
+                Phase::Stopped => (EventType::Normal, "Stopped"),
+                Phase::Suspended => (EventType::Normal, "Suspended"),
+                _ => (EventType::Normal, ""),
+            };
+            if !reason.is_empty() {
+                let note = current
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| format!("module `{name}`"));
+                event(&ctx, &obj, type_, reason, note).await;
+            }
+            last_phase = Some(current.phase);
+        }
+        // A stopped module's resource may be going away; only a live one's status is written.
+        if still_ours && let Err(err) = writer.write(current).await {
+            tracing::debug!("status of {}/{}: {err}", key.0, key.1);
+        }
+        if run.phase == RunPhase::Ended {
+            return;
+        }
+        tokio::select! {
+            changed = state.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+}
+
+async fn cleanup(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = key_of(&obj);
+    if ctx.modules.started_for(&key).is_some() {
+        ctx.modules.stop(&key, ctx.config.stop_timeout).await;
+        event(
+            &ctx,
+            &obj,
+            EventType::Normal,
+            "Stopped",
+            format!("stopped module `{}` before deletion", module_name(&key)),
+        )
+        .await;
+    }
+    Ok(Action::await_change())
+}
+
+/// A failed fetch: its message, and whether trying again later can help.
+struct Fetch {
+    message: String,
+    retriable: bool,
+}
+
+/// The module file and its digest: pulled with the pull secrets' credentials, or read.
+async fn fetch(
+    ctx: &Context,
+    namespace: &str,
+    validated: &Validated,
+) -> Result<(std::path::PathBuf, Digest), Fetch> {
+    match &validated.source {
+        ModuleSource::File(path) => {
+            let bytes = tokio::fs::read(path).await.map_err(|e| Fetch {
+                message: format!("reading {}: {e}", path.display()),
+                retriable: true,
+            })?;
+            Ok((path.clone(), Digest::of(&bytes)))
+        }
+        ModuleSource::Image(image) => {
+            let auth = registry_auth(ctx, namespace, image, &validated.pull_secrets).await?;
+            match ctx.puller.pull(image, &auth).await {
+                Ok(pulled) => Ok((pulled.path, pulled.digest)),
+                Err(err) => Err(Fetch {
+                    retriable: err.is_retriable(),
+                    message: err.to_string(),
+                }),
+            }
+        }
+    }
+}
+
+/// The credentials for `image`'s registry from the first pull secret that has them, read with
+/// the host's own client (never the module's).
+async fn registry_auth(
+    ctx: &Context,
+    namespace: &str,
+    image: &str,
+    secrets: &[String],
+) -> Result<RegistryAuth, Fetch> {
+    let Ok(reference) = image.parse::<oci_client::Reference>() else {
+        return Ok(RegistryAuth::Anonymous);
+    };
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    for name in secrets {
+        let secret = api.get_opt(name).await.map_err(|e| Fetch {
+            message: format!("reading the pull secret {namespace}/{name}: {e}"),
+            retriable: true,
+        })?;
+        let Some(secret) = secret else {
+            return Err(Fetch {
+                message: format!("the pull secret {namespace}/{name} does not exist"),
+                retriable: true,
+            });
+        };
+        let Some(json) = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(DOCKER_CONFIG_JSON_KEY))
+        else {
+            continue;
+        };
+        match credentials_for(&json.0, reference.resolve_registry()) {
+            Ok(Some(auth)) => return Ok(auth),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(Fetch {
+                    message: format!("the pull secret {namespace}/{name}: {e}"),
+                    retriable: false,
+                });
+            }
+        }
+    }
+    Ok(RegistryAuth::Anonymous)
+}
