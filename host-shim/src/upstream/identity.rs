@@ -154,6 +154,15 @@ mod tests {
             namespace: "n".into(),
             name: "c".into(),
         };
-        assert!(ids.upstream_for(Some(&c)).is_none());
+        assert!(
+            ids.upstream_for(Some(&c)).is_some(),
+            "a client for another account is built on first use"
+        );
+        assert_eq!(ids.lock().len(), 3);
+        let fixed = Identities::new(ids.own().clone());
+        assert!(
+            fixed.upstream_for(Some(&c)).is_none(),
+            "without a Config, no client can be built"
+        );
     }
 }
