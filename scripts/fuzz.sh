@@ -12,9 +12,10 @@
 #
 # The corpus grows in fuzz/target/corpus/<target> (kept between runs, never committed),
 # seeded from fuzz/seeds/, host-shim/tests/data/request_info.cases (one seed a line) and the
-# inputs that once failed, host-shim/tests/data/fuzz-regressions/<target>/. A failing input is
-# written to fuzz/target/artifacts/<target>/; fix the bug and copy the input into
-# host-shim/tests/data/fuzz-regressions/<target>/, where `cargo test` replays it.
+# inputs that once failed, host-shim/tests/data/fuzz-regressions/<target>/, with the words of
+# fuzz/dicts/<target>.dict. A failing input is written to fuzz/target/artifacts/<target>/;
+# fix the bug and copy the input into host-shim/tests/data/fuzz-regressions/<target>/, where
+# `cargo test` replays it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,8 +67,10 @@ fuzz_one() {
   for dir in $(seeds_of "$target") "host-shim/tests/data/fuzz-regressions/$target"; do
     if [[ -d $dir ]]; then dirs+=("$dir"); fi
   done
+  local dict=()
+  if [[ -f fuzz/dicts/$target.dict ]]; then dict=(-dict="fuzz/dicts/$target.dict"); fi
   "$bin/$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" "${dirs[@]}" \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" "${dirs[@]}" \
     >"fuzz/target/$target.log" 2>&1
 }
 
