@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine or a warm one:
-#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host),
+#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host), a short
+#   run of every fuzz target (scripts/fuzz.sh),
 #   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
 #   wasm modules in the host shim against a real kube-apiserver + etcd started here.
 # Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
@@ -23,6 +24,9 @@ cargo fmt --all -- --check
 
 step "build and unit tests (native, fake host)"
 cargo test --workspace --exclude kube-wasm-e2e --exclude kube-wasm-parity
+
+step "fuzz: every target of fuzz/ for 20 s (scripts/fuzz.sh; fails on any crash)"
+scripts/fuzz.sh
 
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings

@@ -21,5 +21,8 @@ pub mod restart;
 pub(crate) mod state;
 pub mod stop;
 pub mod supervisor;
+
+// How a request is judged before it leaves the host, for the fuzz targets (`fuzz/`).
+pub use state::{Access, Judged};
 pub mod suspend;
 pub(crate) mod wasi;

@@ -176,22 +176,43 @@ fn watch_requested(uri: &RequestUri) -> Result<bool, Unclassifiable> {
     }
 }
 
-/// The object name a list or watch narrows itself to with `fieldSelector`
-/// `metadata.name=<name>` (or `==`) among its terms, if that name is a valid path segment —
-/// the API server's `RequiresExactMatch("metadata.name")`. Selectors with escapes are left
-/// alone (no name), which only widens what the request is judged on.
+/// The object name a list or watch narrows itself to with `fieldSelector`, as the API server
+/// finds it (`fields.ParseSelector(…).RequiresExactMatch("metadata.name")`): the terms (split
+/// on `,`) sorted, the first `metadata.name=<name>` (or `==`) among them — field and value
+/// exactly as written, spaces included — if every term parses and the name is a valid path
+/// segment name (`path.IsValidPathSegmentName`: not `.` or `..`, no `/` or `%`). A selector
+/// with escapes is left alone (no name), which only widens what the request is judged on.
 fn exact_name(selector: &str) -> Option<String> {
     if selector.contains('\\') {
         return None;
     }
-    selector.split(',').find_map(|term| {
-        if term.contains("!=") {
+    let mut terms: Vec<&str> = selector.split(',').filter(|t| !t.is_empty()).collect();
+    terms.sort_unstable();
+    let mut name = None;
+    for term in terms {
+        let (field, operator, value) = split_term(term)?;
+        // Go's `UnescapeValue`: an unescaped `=` in a value makes the selector invalid.
+        if value.contains('=') {
             return None;
         }
-        let (field, value) = term.split_once("==").or_else(|| term.split_once('='))?;
-        let valid =
-            !value.is_empty() && value != "." && value != ".." && !value.contains(['/', '%']);
-        (field.trim() == "metadata.name" && valid).then(|| value.trim().to_owned())
+        if name.is_none() && operator != "!=" && field == "metadata.name" {
+            name = Some(value);
+        }
+    }
+    let name = name?;
+    let valid = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%']);
+    valid.then(|| name.to_owned())
+}
+
+/// Splits a selector term as Go's `fields` `splitTerm` does: at the first operator from the
+/// left, `!=` tried before `==` before `=` at each position. `None` for a term without one.
+fn split_term(term: &str) -> Option<(&str, &'static str, &str)> {
+    term.char_indices().find_map(|(i, _)| {
+        let rest = &term[i..];
+        ["!=", "==", "="]
+            .into_iter()
+            .find(|operator| rest.starts_with(operator))
+            .map(|operator| (&term[..i], operator, &rest[operator.len()..]))
     })
 }
 
@@ -275,6 +296,31 @@ mod tests {
                 parsed.normalized()
             );
         }
+    }
+
+    #[test]
+    fn a_field_selector_names_an_object_as_the_api_server_parses_it() {
+        let name = |selector: &str| exact_name(selector);
+        assert_eq!(name("metadata.name=a"), Some("a".into()));
+        assert_eq!(name("metadata.name==a"), Some("a".into()));
+        assert_eq!(name("type=x,metadata.name=a"), Some("a".into()));
+        // The terms are sorted; the first name wins.
+        assert_eq!(name("metadata.name=b,metadata.name=a"), Some("a".into()));
+        // Fields and values as written: no space is trimmed.
+        assert_eq!(name(" metadata.name=a"), None);
+        assert_eq!(name("metadata.name= a"), Some(" a".into()));
+        // Found by fuzzing: trimmed, this value was the name "..".
+        assert_eq!(name("metadata.name= .."), Some(" ..".into()));
+        assert_eq!(name("metadata.name=.."), None);
+        assert_eq!(name("metadata.name=a/b"), None);
+        assert_eq!(name("metadata.name=a%2F"), None);
+        assert_eq!(name("metadata.name="), None);
+        // An invalid selector names nothing: a term without operator, an unescaped `=`.
+        assert_eq!(name("x,metadata.name=a"), None);
+        assert_eq!(name("metadata.name=a=b"), None);
+        assert_eq!(name("metadata.name!=a"), None);
+        assert_eq!(name("metadata.name=a!=b"), None);
+        assert_eq!(name(r"metadata.name=a\,b"), None);
     }
 
     #[test]

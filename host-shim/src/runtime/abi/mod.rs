@@ -20,6 +20,9 @@ pub(crate) mod stream;
 pub(crate) mod timer;
 pub(crate) mod watch;
 
+// How `stream_open` and `stream_send` read their headers, for the fuzz targets (`fuzz/`).
+pub use stream::{build_upgrade_request, to_message};
+
 use wasmtime::Linker;
 
 use crate::runtime::state::HostState;

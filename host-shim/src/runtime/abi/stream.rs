@@ -169,7 +169,13 @@ fn permits(credit: u32) -> usize {
     usize::try_from(credit).unwrap_or(Semaphore::MAX_PERMITS)
 }
 
-fn to_message(send: StreamSend, body: &[u8]) -> Result<Message, OpError> {
+/// Turns a `stream_send` header and its body into the websocket message sent: `binary` the
+/// body as is, `text` the body as UTF-8, `close` a close frame with the code and reason.
+///
+/// # Errors
+/// `invalid_request` for a `text` body that is not UTF-8, or a close reason over the 123
+/// bytes a websocket close frame carries.
+pub fn to_message(send: StreamSend, body: &[u8]) -> Result<Message, OpError> {
     Ok(match send {
         StreamSend::Binary {} => Message::binary(body.to_vec()),
         StreamSend::Text {} => {

@@ -147,14 +147,26 @@ fn range_in(whole: &[u8], part: &str) -> std::ops::Range<usize> {
     start..start + part.len()
 }
 
+/// Whether `json` (one JSON value) is an object. serde reads a struct from a JSON array too
+/// (its fields in order), which no API server sends and no client reads as an object.
+fn is_object(json: &[u8]) -> bool {
+    json.trim_ascii_start().starts_with(b"{")
+}
+
 /// Parses one watch event line (`{"type": …, "object": …}`).
 ///
 /// # Errors
-/// [`BadPayload`] if it is not an event, of an unknown type, or an object change without a
-/// numeric resourceVersion.
+/// [`BadPayload`] if it is not an event (a JSON object), of an unknown type, or an object
+/// change without a numeric resourceVersion or whose object is not a JSON object.
 pub fn parse_watch_line(line: Bytes) -> Result<WatchLine, BadPayload> {
     const WHAT: &str = "watch event";
+    if !is_object(&line) {
+        return Err(bad(WHAT, "not a JSON object"));
+    }
     let raw: RawEvent<'_> = serde_json::from_slice(&line).map_err(|e| bad(WHAT, e.to_string()))?;
+    if !is_object(raw.object.get().as_bytes()) {
+        return Err(bad(WHAT, "its object is not a JSON object"));
+    }
     if raw.kind == "ERROR" {
         let status: StatusHead =
             serde_json::from_str(raw.object.get()).map_err(|e| bad(WHAT, e.to_string()))?;
@@ -222,7 +234,8 @@ struct RawList<'a> {
 /// Parses a list response body (`{"kind": "…List", "metadata": {…}, "items": […]}`).
 ///
 /// # Errors
-/// [`BadPayload`] if it is not a list with a numeric resourceVersion, or an item lacks one.
+/// [`BadPayload`] if it is not a list with a numeric resourceVersion, or an item is not a JSON
+/// object or lacks a resourceVersion.
 pub fn parse_list(body: Bytes) -> Result<ParsedList, BadPayload> {
     const WHAT: &str = "list";
     let raw: RawList<'_> = serde_json::from_slice(&body).map_err(|e| bad(WHAT, e.to_string()))?;
@@ -238,6 +251,9 @@ pub fn parse_list(body: Bytes) -> Result<ParsedList, BadPayload> {
     };
     let mut items = Vec::new();
     for item in raw.items.unwrap_or_default() {
+        if !is_object(item.get().as_bytes()) {
+            return Err(bad(WHAT, "an item is not a JSON object"));
+        }
         let head: ObjectHead =
             serde_json::from_str(item.get()).map_err(|e| bad(WHAT, e.to_string()))?;
         let resource_version = parse_rv(WHAT, head.metadata.resource_version.as_deref())?;
@@ -381,6 +397,10 @@ mod tests {
             br#"{"type":"SOMETHING","object":{}}"#,
             br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#,
             br#"{"type":"ADDED","object":{"metadata":{"resourceVersion":"x"}}}"#,
+            // serde reads structs from arrays too: neither the event nor its object may be one.
+            br#"{"type":"ADDED","object":[null,null,{"name":"a","resourceVersion":"5"}]}"#,
+            br#"["ADDED",{"metadata":{"name":"a","resourceVersion":"5"}}]"#,
+            br#"{"type":"BOOKMARK","object":[null,null,{"resourceVersion":"5"}]}"#,
         ] {
             assert!(
                 parse_watch_line(Bytes::copy_from_slice(line)).is_err(),
@@ -388,6 +408,16 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+    }
+
+    #[test]
+    fn list_items_must_be_objects() {
+        // Read as a struct from an array, this item would be cached as `{"kind":…}` alone.
+        let body = Bytes::from_static(
+            br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"100"},"items":[[null,null,{"name":"a","resourceVersion":"90"}]]}"#,
+        );
+        let err = parse_list(body).expect_err("an array item");
+        assert!(err.reason.contains("not a JSON object"), "{err}");
     }
 
     #[test]
