@@ -3,12 +3,14 @@
 //! unique DNS-label names, memory caps within one wasm page ..= 4 GiB, non-zero durations, no
 //! `KUBE_WASM_*` variable set by the manifest.
 //!
-//! `wasm: Cargo.toml` names a file that exists (the crate's own manifest, beside `base`).
+//! `wasm: Cargo.toml` names a file that exists (the crate's own manifest, beside `base`); an
+//! accepted `image` is an image reference.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use host_shim::fleet::manifest::{MAX_MEMORY_LIMIT, MIN_MEMORY_LIMIT, Manifest};
+use host_shim::runtime::options::ModuleSource;
 use kube_wasm_abi::env::ENV_PREFIX;
 
 /// Checks `data` as a manifest.
@@ -31,7 +33,10 @@ pub fn run(data: &[u8]) {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
         assert!(label, "module name {:?}", module.name);
-        assert!(module.wasm.is_file());
+        match &module.source {
+            ModuleSource::File(wasm) => assert!(wasm.is_file()),
+            ModuleSource::Image(image) => assert!(image.parse::<oci_client::Reference>().is_ok()),
+        }
         let memory = module.options.memory_limit.expect("always set") as u64;
         assert!((MIN_MEMORY_LIMIT..=MAX_MEMORY_LIMIT).contains(&memory));
         for (key, _) in &module.options.env {
