@@ -11,9 +11,12 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "toolchain: wasm32-wasip1 target, rustfmt, clippy"
+step "toolchain: wasm32-wasip1 target, rustfmt, clippy; kubectl"
 rustup target add wasm32-wasip1
 rustup component add rustfmt clippy
+command -v kubectl >/dev/null || {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client
+}
 
 step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached), and the OCI registry"
 scripts/control-plane.sh provision >/dev/null

@@ -3,7 +3,8 @@
 //! built wasm modules, the host shim), fresh namespaces, programs whose output can be awaited
 //! line by line, and in modules the apiserver's audit log ([`audit`]), host manifests
 //! ([`manifest`]), the host's metrics ([`metrics`]), object builders ([`objects`]) and
-//! comparable cluster state ([`state`]).
+//! comparable cluster state ([`state`]), the test OCI registry ([`registry`]) and
+//! WasmController resources ([`wasm_controllers`]).
 //!
 //! Every test needs these variables, which `scripts/test.sh` sets; a test run without them
 //! fails with a message naming the missing one:
@@ -23,6 +24,7 @@ pub mod objects;
 pub mod registry;
 pub mod side_by_side;
 pub mod state;
+pub mod wasm_controllers;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Namespace;

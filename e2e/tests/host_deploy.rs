@@ -1,13 +1,15 @@
 //! Every document of `deploy/` is accepted by a real apiserver: a server-side dry run
 //! (`dryRun=All`) of each, typed with k8s-openapi. Namespaces are created for real (they
-//! must exist for the dry runs of what they hold).
+//! must exist for the dry runs of what they hold), and so is the WasmController CRD (the
+//! example WasmController's dry run needs it).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, PostParams};
+use kube::core::DynamicObject;
 use kube::core::NamespaceResourceScope;
-use kube_wasm_e2e::client;
+use kube_wasm_e2e::{client, wasm_controllers};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
@@ -15,7 +17,11 @@ use std::path::Path;
 fn documents() -> Vec<Value> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
     let mut docs = Vec::new();
-    for file in ["example-module.yaml", "host-shim.yaml"] {
+    for file in [
+        "example-module.yaml",
+        "host-shim.yaml",
+        "wasmcontroller-crd.yaml",
+    ] {
         let text = std::fs::read_to_string(dir.join(file)).expect("a deploy file");
         for doc in text.split("\n---\n") {
             docs.push(serde_saphyr::from_str::<Value>(doc).expect("a YAML document"));
@@ -83,11 +89,26 @@ async fn every_deploy_document_passes_a_server_side_dry_run() {
             Err(e) => panic!("namespace {doc}: {e}"),
         }
     }
+    wasm_controllers::install_crd();
     let mut kinds = Vec::new();
     for doc in &docs {
         let kind = doc["kind"].as_str().expect("a kind").to_owned();
         match kind.as_str() {
-            "Namespace" => {}
+            "Namespace" | "CustomResourceDefinition" => {}
+            "WasmController" => {
+                let object: DynamicObject = typed(doc);
+                let ns = doc["metadata"]["namespace"].as_str().expect("a namespace");
+                wasm_controllers::api(&client, ns)
+                    .create(
+                        &PostParams {
+                            dry_run: true,
+                            field_manager: None,
+                        },
+                        &object,
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("dry run of {doc}: {e}"));
+            }
             "ServiceAccount" => dry_run_namespaced::<ServiceAccount>(&client, doc).await,
             "ConfigMap" => dry_run_namespaced::<ConfigMap>(&client, doc).await,
             "Deployment" => dry_run_namespaced::<Deployment>(&client, doc).await,
@@ -103,10 +124,11 @@ async fn every_deploy_document_passes_a_server_side_dry_run() {
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
-        "ConfigMap",
+        "CustomResourceDefinition",
         "Deployment",
         "Role",
         "RoleBinding",
+        "WasmController",
     ] {
         assert!(
             kinds.iter().any(|k| k == want),

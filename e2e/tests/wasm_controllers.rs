@@ -9,54 +9,16 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::core::DynamicObject;
 use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::registry;
+use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{Program, client, env_path, eventually, fresh_namespace, scratch_dir};
 use serde_json::{Value, json};
 
 /// Debug builds compile a module in seconds; several reconcile at once on two cores.
 const PROMPTLY: Duration = Duration::from_secs(60);
-
-fn wasm_controllers(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("kube-wasm.dev", "v1alpha1", "WasmController");
-    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk(&gvk))
-}
-
-async fn install_crd(client: &kube::Client) {
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/wasmcontroller-crd.yaml"),
-    )
-    .expect("the shipped CRD");
-    let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).expect("a CRD");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let params = PatchParams::apply("kube-wasm-e2e").force();
-    crds.patch(
-        "wasmcontrollers.kube-wasm.dev",
-        &params,
-        &Patch::Apply(&crd),
-    )
-    .await
-    .expect("the CRD is applied");
-    eventually(PROMPTLY, "the CRD to be established", || async {
-        let crd = crds.get("wasmcontrollers.kube-wasm.dev").await.ok()?;
-        crd.status?
-            .conditions?
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True")
-            .then_some(())
-    })
-    .await;
-}
-
-fn resource(name: &str, image: &str) -> DynamicObject {
-    let gvk = GroupVersionKind::gvk("kube-wasm.dev", "v1alpha1", "WasmController");
-    let mut object = DynamicObject::new(name, &ApiResource::from_gvk(&gvk));
-    object.data = json!({ "spec": { "image": image } });
-    object
-}
 
 /// The status of `name` once `check` holds for it.
 async fn status_when(
@@ -147,7 +109,7 @@ fn start_host(dir: &std::path::Path, namespaces: &[String]) -> Program {
 #[tokio::test]
 async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
     let client = client().await;
-    install_crd(&client).await;
+    wc::install_crd();
     let pid = std::process::id();
     let address = registry::address();
     let repository = format!("e2e/wc-mirror-{pid}");
@@ -173,16 +135,16 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
     let watched: Vec<String> = namespaces.iter().chain([&bad_ns]).cloned().collect();
     let mut host = start_host(&dir, &watched);
     for ns in &namespaces {
-        wasm_controllers(&client, ns)
+        wc::api(&client, ns)
             .create(
                 &PostParams::default(),
-                &resource("mirror", &format!("{address}/{repository}:v1")),
+                &wc::resource("mirror", &format!("{address}/{repository}:v1")),
             )
             .await
             .expect("created");
     }
     for ns in &namespaces {
-        let status = status_when(&wasm_controllers(&client, ns), "mirror", "Running", |s| {
+        let status = status_when(&wc::api(&client, ns), "mirror", "Running", |s| {
             phase(s) == "Running"
         })
         .await;
@@ -203,12 +165,7 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
         mirrors(&client, ns, "first").await;
         assert!(has_event(&client, ns, "mirror", "Started").await);
     }
-    let table = Command::new("kubectl")
-        .args(["get", "wasmcontrollers", "-A"])
-        .env("KUBECONFIG", env_path("KUBECONFIG"))
-        .output()
-        .expect("kubectl runs");
-    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    let table = wc::kubectl(&["get", "wasmcontrollers", "-A"]);
     assert!(
         table.lines().next().is_some_and(|h| [
             "NAME", "PHASE", "RESTARTS", "DIGEST", "HOST", "AGE"
@@ -234,7 +191,7 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
             .count()
     };
     let (b_watches, c_watches) = (watches_of(&namespaces[1]), watches_of(&namespaces[2]));
-    let a = wasm_controllers(&client, &namespaces[0]);
+    let a = wc::api(&client, &namespaces[0]);
     a.patch(
         "mirror",
         &PatchParams::default(),
@@ -264,7 +221,7 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
     );
 
     // Deleting c stops its module and closes its watch before the resource goes away.
-    let c = wasm_controllers(&client, &namespaces[2]);
+    let c = wc::api(&client, &namespaces[2]);
     c.delete("mirror", &DeleteParams::default())
         .await
         .expect("deleted");
@@ -284,7 +241,7 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
     assert_eq!(open, 0, "c's watches were closed before it went away");
 
     // Bad images fail alone, with a message and an Event, while b keeps mirroring.
-    let bad = wasm_controllers(&client, &bad_ns);
+    let bad = wc::api(&client, &bad_ns);
     let (copy, content) = registry::unique_copy("store-reader", &format!("wc-{pid}"), &dir);
     registry::push_file(&copy, &format!("e2e/wc-tampered-{pid}"), "v1", &[]);
     registry::tamper_blob_holding(&content);
@@ -296,7 +253,7 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
         ("tampered", format!("{address}/e2e/wc-tampered-{pid}:v1")),
         ("other-abi", format!("{address}/e2e/wc-abi-{pid}:v1")),
     ] {
-        bad.create(&PostParams::default(), &resource(name, &image))
+        bad.create(&PostParams::default(), &wc::resource(name, &image))
             .await
             .expect("created");
     }
@@ -325,12 +282,9 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
     let mut host = start_host(&dir, &watched);
     for ns in &namespaces[..2] {
         mirrors(&client, ns, "after-restart").await;
-        status_when(
-            &wasm_controllers(&client, ns),
-            "mirror",
-            "Running again",
-            |s| phase(s) == "Running",
-        )
+        status_when(&wc::api(&client, ns), "mirror", "Running again", |s| {
+            phase(s) == "Running"
+        })
         .await;
     }
     let status = host.terminate(Duration::from_secs(30)).expect("host exits");

@@ -1,0 +1,67 @@
+//! WasmController resources in tests: the CRD installed from `deploy/` (with kubectl, as an
+//! operator installs it), an `Api` over them, and a resource naming an image.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use kube::api::Api;
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+
+use crate::env_path;
+
+/// `kubectl ARGS…` against the test control plane; returns its stdout.
+///
+/// # Panics
+/// If kubectl cannot run or fails.
+pub fn kubectl(args: &[&str]) -> String {
+    let output = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", env_path("KUBECONFIG"))
+        .output()
+        .expect("kubectl runs (scripts/test.sh installs it)");
+    assert!(
+        output.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Installs `deploy/wasmcontroller-crd.yaml` (idempotent) and waits until it is established.
+///
+/// # Panics
+/// If kubectl fails or the CRD is not established within a minute.
+pub fn install_crd() {
+    let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/wasmcontroller-crd.yaml");
+    kubectl(&["apply", "-f", &crd.to_string_lossy()]);
+    kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/wasmcontrollers.kube-wasm.dev",
+    ]);
+    // The new resource appears in discovery a moment after it is established.
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+/// The kind `kube-wasm.dev/v1alpha1` `WasmController`.
+pub fn api_resource() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "kube-wasm.dev",
+        "v1alpha1",
+        "WasmController",
+    ))
+}
+
+/// The WasmControllers of namespace `ns`.
+pub fn api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &api_resource())
+}
+
+/// A WasmController `name` running `image`.
+pub fn resource(name: &str, image: &str) -> DynamicObject {
+    let mut object = DynamicObject::new(name, &api_resource());
+    object.data = serde_json::json!({ "spec": { "image": image } });
+    object
+}
