@@ -21,6 +21,13 @@ fn duration(text: &str) -> Result<Duration, String> {
     parse_duration(text)
 }
 
+fn key_value(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, not {text:?}"))
+}
+
 /// Chaos soak of the host shim against a real control plane.
 #[derive(Debug, Parser)]
 #[command(name = "kube-wasm-soak", version, about)]
@@ -80,6 +87,9 @@ struct Cli {
     /// The hostile modules' memory cap.
     #[arg(long, default_value = "32Mi")]
     hostile_memory: String,
+    /// More environment of every hostile module, `KEY=VALUE`; repeatable.
+    #[arg(long = "hostile-env", value_parser = key_value)]
+    hostile_env: Vec<(String, String)>,
     /// A top-level manifest line for the host (YAML, e.g. `entryDeadline: 2s`); repeatable.
     #[arg(long = "setting")]
     settings: Vec<String>,
@@ -130,6 +140,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         chaos_every: cli.chaos_every,
         hostile,
         hostile_memory: cli.hostile_memory,
+        hostile_env: cli.hostile_env,
         settings: cli.settings,
         stall_bound: cli.stall_bound,
         tolerance: Tolerance {

@@ -67,6 +67,8 @@ pub struct Fleet {
     pub hostile_namespace: String,
     /// The hostile modules' memory cap (e.g. `32Mi`).
     pub hostile_memory: String,
+    /// More environment of every hostile module (`KEY`, `VALUE`).
+    pub hostile_env: Vec<(String, String)>,
     /// More top-level manifest lines (YAML, e.g. `entryDeadline: 2s`).
     pub settings: Vec<String>,
     /// The precompiled-module cache (kept across incarnations).
@@ -98,6 +100,9 @@ pub fn manifest(fleet: &Fleet, metrics: SocketAddr) -> String {
             .env("HOSTILE_MODE", &hostile.mode);
         if let Some(flood) = &hostile.flood {
             entry = entry.env("HOSTILE_FLOOD", flood);
+        }
+        for (key, value) in &fleet.hostile_env {
+            entry = entry.env(key, value);
         }
         entries.push(entry);
     }
@@ -239,6 +244,7 @@ mod tests {
             ],
             hostile_namespace: "s-hostile".into(),
             hostile_memory: "32Mi".into(),
+            hostile_env: vec![("HOSTILE_COUNT".into(), "9".into())],
             settings: vec!["entryDeadline: 2s".into()],
             cache_dir: "/c".into(),
         };
@@ -255,8 +261,11 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.ends_with("  - name: \"hostile-1\"\n    wasm: \"/h.wasm\"\n    namespace: \"s-hostile\"\n    memory: \"32Mi\"\n    env:\n      \"HOSTILE_MODE\": \"flood\"\n      \"HOSTILE_FLOOD\": \"watches\"\n"), "{text}");
-        assert!(text.contains("\"HOSTILE_MODE\": \"loop\"\n  - "), "{text}");
+        assert!(text.ends_with("  - name: \"hostile-1\"\n    wasm: \"/h.wasm\"\n    namespace: \"s-hostile\"\n    memory: \"32Mi\"\n    env:\n      \"HOSTILE_MODE\": \"flood\"\n      \"HOSTILE_FLOOD\": \"watches\"\n      \"HOSTILE_COUNT\": \"9\"\n"), "{text}");
+        assert!(
+            text.contains("\"HOSTILE_MODE\": \"loop\"\n      \"HOSTILE_COUNT\": \"9\"\n  - "),
+            "{text}"
+        );
     }
 
     #[test]

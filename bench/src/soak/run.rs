@@ -61,6 +61,8 @@ pub struct Config {
     pub hostile: Vec<Hostile>,
     /// Their memory cap.
     pub hostile_memory: String,
+    /// More environment of every hostile module (`KEY`, `VALUE`).
+    pub hostile_env: Vec<(String, String)>,
     /// More top-level manifest lines.
     pub settings: Vec<String>,
     /// The longest a healthy module may leave a change waiting (API server downtime left out).
@@ -181,6 +183,7 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
         hostile: config.hostile.clone(),
         hostile_namespace,
         hostile_memory: config.hostile_memory.clone(),
+        hostile_env: config.hostile_env.clone(),
         settings: config.settings.clone(),
         cache_dir: out.join("module-cache"),
     };
@@ -265,6 +268,9 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let host_log = sampler.await.context("the sampler task")?;
     let watch_counts = observer.await.context("the observer task")?;
     host.lock().unwrap_or_else(|e| e.into_inner()).kill()?;
+    let csv = out.join("memory.csv");
+    std::fs::write(&csv, sampler::csv(&host_log.samples))
+        .with_context(|| format!("writing {}", csv.display()))?;
 
     let hostile_specs: Vec<String> = config.hostile.iter().map(Hostile::label).collect();
     let parameters = vec![

@@ -57,6 +57,19 @@ pub fn parse_restarts(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// `samples` as CSV: a header line, then `incarnation,at_s,since_start_s,pss_kib,rss_kib`
+/// lines.
+pub fn csv(samples: &[MemorySample]) -> String {
+    let mut text = String::from("incarnation,at_s,since_start_s,pss_kib,rss_kib\n");
+    for s in samples {
+        text.push_str(&format!(
+            "{},{:.1},{:.1},{},{}\n",
+            s.incarnation, s.at, s.since_start, s.pss_kib, s.rss_kib
+        ));
+    }
+    text
+}
+
 /// Samples `host` every `every` until `stop` is raised.
 pub async fn sample(
     host: Arc<Mutex<Host>>,
@@ -124,5 +137,20 @@ mod tests {
         let r = parse_restarts(text);
         assert_eq!(r.len(), 2);
         assert_eq!((r["mirror-0"], r["hostile-1"]), (2, 7));
+    }
+
+    #[test]
+    fn memory_as_csv() {
+        let s = MemorySample {
+            incarnation: 2,
+            at: 61.24,
+            since_start: 1.0,
+            pss_kib: 3,
+            rss_kib: 4,
+        };
+        assert_eq!(
+            csv(&[s]),
+            "incarnation,at_s,since_start_s,pss_kib,rss_kib\n2,61.2,1.0,3,4\n"
+        );
     }
 }
