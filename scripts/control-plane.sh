@@ -52,7 +52,7 @@ Files in DIR after start:
                          certificate-authority-data = the apiserver's self-signed CA.
   audit.log              JSON lines, level Metadata (Request for patch), all stages, written synchronously
                          (--audit-log-mode=blocking); a watch logs stage RequestReceived at once.
-  kube-apiserver.log, etcd.log, kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
+  kube-apiserver.log, etcd.log (etcd.log.1: before the last restart-etcd), kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
   (one flag a line, reused by restart-apiserver), token, tokens.csv, audit-policy.yaml,
   pki/ (service-account keys, ca.crt), certs/ (apiserver serving cert), etcd-data/.
 
@@ -564,6 +564,7 @@ cmd_drop_connections() {
   dir=$(cd "$1" 2>/dev/null && pwd -P) || die "no such directory: $1"
   [[ -f $dir/kube-apiserver.args ]] || die "$dir has no control plane; run: ${0##*/} start $dir"
   pid_alive "$dir/kube-apiserver.pid" "$dir/" || die "kube-apiserver is not running in $dir"
+  ensure_commands ss:iproute2
   port=$(apiserver_port "$dir")
   # ss -K lists the sockets it destroyed (after one header line); connections the
   # apiserver makes to itself are cut too.
