@@ -28,9 +28,11 @@ fn key_value(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("expected KEY=VALUE, not {text:?}"))
 }
 
-/// Chaos soak of the host shim against a real control plane.
+/// Chaos soak of the host shim against a real control plane: healthy modules under steady
+/// traffic beside hostile ones while kube-apiserver and etcd restart, connections are cut and
+/// the host is killed; checks nothing lost, memory bounded, no stall past the bound.
 #[derive(Debug, Parser)]
-#[command(name = "kube-wasm-soak", version, about)]
+#[command(name = "kube-wasm-soak", version)]
 struct Cli {
     /// The cluster's kubeconfig (admin).
     #[arg(long)]
