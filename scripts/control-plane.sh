@@ -36,6 +36,13 @@ Commands:
   stop DIR               Stop the processes started in DIR (TERM, then KILL). Idempotent.
   restart-apiserver DIR  Restart only kube-apiserver, same port, flags and serving cert (so the
                          kubeconfig stays valid); etcd keeps running with its data (TERM, KILL after 2 s).
+  restart-etcd DIR       Restart only etcd, same ports and data (TERM, KILL after 2 s); kube-apiserver
+                         keeps running and reconnects. Returns once etcd is healthy and
+                         kube-apiserver's /readyz answers ok again.
+  drop-connections DIR   Cut every TCP connection to kube-apiserver (ss -K: the kernel resets both
+                         ends, as a network failure would; needs root or CAP_NET_ADMIN and a kernel
+                         with INET_DIAG_DESTROY). Every open watch and pooled connection of every
+                         client ends; the servers keep running. Prints how many were cut.
   -h, --help             Show this help.
 
 Files in DIR after start:
@@ -45,7 +52,7 @@ Files in DIR after start:
                          certificate-authority-data = the apiserver's self-signed CA.
   audit.log              JSON lines, level Metadata (Request for patch), all stages, written synchronously
                          (--audit-log-mode=blocking); a watch logs stage RequestReceived at once.
-  kube-apiserver.log, etcd.log, kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
+  kube-apiserver.log, etcd.log (etcd.log.1: before the last restart-etcd), kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
   (one flag a line, reused by restart-apiserver), token, tokens.csv, audit-policy.yaml,
   pki/ (service-account keys, ca.crt), certs/ (apiserver serving cert), etcd-data/.
 
@@ -397,6 +404,47 @@ cmd_restart_apiserver() {
   log "ready in $((SECONDS - t0))s"
 }
 
+cmd_restart_etcd() {
+  local dir client peer i t0=$SECONDS port token
+  dir=$(cd "$1" 2>/dev/null && pwd -P) || die "no such directory: $1"
+  [[ -f $dir/etcd.ports ]] || die "$dir has no control plane; run: ${0##*/} start $dir"
+  provision
+  client=$(sed -n 's/^ETCD_PORT=//p' "$dir/etcd.ports")
+  peer=$(sed -n 's/^ETCD_PEER_PORT=//p' "$dir/etcd.ports")
+  stop_pid "$dir/etcd.pid" "$dir/" etcd 2
+  for ((i = 0; i < 100; i++)); do port_free "$client" && port_free "$peer" && break; sleep 0.1; done
+  port_free "$client" && port_free "$peer" || die "etcd's ports $client/$peer are still in use"
+  log "restarting etcd on 127.0.0.1:$client"
+  mv -f "$dir/etcd.log" "$dir/etcd.log.1" 2>/dev/null || true
+  start_etcd "$dir" "$client" "$peer" || { tail -n 20 "$dir/etcd.log" >&2; die "etcd did not become healthy"; }
+  # kube-apiserver's etcd client reconnects by itself; ready means it serves from etcd again.
+  port=$(apiserver_port "$dir")
+  token=$(<"$dir/token")
+  for ((i = 0; i < READY_TIMEOUT * 5; i++)); do
+    [[ $(curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$port/readyz" 2>/dev/null) == ok ]] && {
+      log "ready in $((SECONDS - t0))s"
+      return 0
+    }
+    sleep 0.2
+  done
+  ready_failed "$dir" "not ready ${READY_TIMEOUT}s after etcd restarted"
+  return 1
+}
+
+cmd_drop_connections() {
+  local dir port cut
+  dir=$(cd "$1" 2>/dev/null && pwd -P) || die "no such directory: $1"
+  [[ -f $dir/kube-apiserver.args ]] || die "$dir has no control plane; run: ${0##*/} start $dir"
+  pid_alive "$dir/kube-apiserver.pid" "$dir/" || die "kube-apiserver is not running in $dir"
+  ensure_commands ss:iproute2
+  port=$(apiserver_port "$dir")
+  # ss -K lists the sockets it destroyed (after one header line); connections the
+  # apiserver makes to itself are cut too.
+  cut=$(ss -K -t -n state established dst "127.0.0.1:$port" | tail -n +2 | grep -c . || true)
+  log "cut $cut connection(s) to kube-apiserver on port $port"
+  echo "$cut"
+}
+
 main() {
   local cmd=${1:-}
   trap 'exit 130' INT  # make sure EXIT traps (cleanup) run on interrupt
@@ -404,12 +452,14 @@ main() {
   case $cmd in
     -h | --help | help) usage ;;
     provision) provision && echo "$BIN_DIR" ;;
-    start | stop | restart-apiserver)
+    start | stop | restart-apiserver | restart-etcd | drop-connections)
       [[ $# == 2 && -n $2 ]] || { usage >&2; exit 2; }
       case $cmd in
         start) cmd_start "$2" ;;
         stop) cmd_stop "$2" ;;
         restart-apiserver) cmd_restart_apiserver "$2" ;;
+        restart-etcd) cmd_restart_etcd "$2" ;;
+        drop-connections) cmd_drop_connections "$2" ;;
       esac
       ;;
     *) usage >&2; exit 2 ;;

@@ -3,15 +3,6 @@
 //! real apiserver in one run; writes `report.md`, `report.json` and PNG plots.
 //! `scripts/bench.sh` builds everything, starts a control plane and runs it.
 
-mod audit;
-mod cluster;
-mod fleet;
-mod memory;
-mod report;
-mod statics;
-mod stats;
-mod workloads;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -19,9 +10,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 
-use crate::fleet::{Setup, Variant};
-use crate::report::{Measured, Report, Unavailable};
-use crate::workloads::{Bench, Params, require_file};
+use kube_wasm_bench::fleet::{self, Setup, Variant};
+use kube_wasm_bench::report::{Measured, Report, Unavailable};
+use kube_wasm_bench::workloads::{Bench, Params, require_file};
+use kube_wasm_bench::{cluster, statics, stats};
 
 /// Benchmarks wasm controllers in the host shim against native kube-rs 5.0 processes running
 /// the same controller, against the same apiserver, in one run.
