@@ -1,8 +1,9 @@
 //! The host as the operator of WasmController resources, against the real apiserver and the
 //! test OCI registry: three WasmControllers reach Running with their status; a new digest for
 //! one replaces only that one; a deleted one stops and closes its watch before it goes away;
-//! a missing image, a tampered blob and a module of another ABI end in BackOff or Failed with
-//! a message and an Event while a neighbour keeps reconciling; after SIGKILL a new host brings
+//! a missing image, a tampered blob, a module of another ABI, a missing ServiceAccount and an
+//! invalid spec end in BackOff or Failed with a message and an Event while a neighbour keeps
+//! reconciling; after SIGKILL a new host brings
 //! every resource back; `kubectl get wasmcontrollers` prints the columns.
 
 use std::process::Command;
@@ -257,10 +258,36 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
             .await
             .expect("created");
     }
+    let good_image = format!("{address}/{repository}:v1");
+    for (name, extra) in [
+        ("no-account", json!({"serviceAccountName": "ghost"})),
+        ("invalid", json!({"memory": "64Q"})),
+    ] {
+        let mut object = wc::resource(name, &good_image);
+        if let (Some(spec), Some(extra)) = (object.data["spec"].as_object_mut(), extra.as_object())
+        {
+            spec.extend(extra.clone());
+        }
+        bad.create(&PostParams::default(), &object)
+            .await
+            .expect("created");
+    }
     for (name, want, words, reason) in [
         ("missing", "BackOff", "pulling", "PullBackOff"),
         ("tampered", "Failed", "digest", "PullFailed"),
         ("other-abi", "Failed", "abi 2.0", "Crashed"),
+        (
+            "no-account",
+            "BackOff",
+            "does not exist",
+            "ServiceAccountMissing",
+        ),
+        (
+            "invalid",
+            "Failed",
+            "spec.memory: \"64q\" is not a size",
+            "InvalidSpec",
+        ),
     ] {
         let status = status_when(&bad, name, want, |s| phase(s) == want).await;
         let message = status["message"]

@@ -104,12 +104,17 @@ impl ModuleStore {
         Ok(path)
     }
 
-    /// Removes every stored module whose digest is not in `in_use`. Returns the digests
-    /// removed.
+    /// Removes every stored module whose digest is not in `in_use` and that was stored at
+    /// least `min_age` ago (a module pulled a moment ago may be about to start). Returns the
+    /// digests removed.
     ///
     /// # Errors
     /// If the folder cannot be read; files that cannot be removed are skipped.
-    pub fn collect_garbage(&self, in_use: &HashSet<Digest>) -> std::io::Result<Vec<Digest>> {
+    pub fn collect_garbage(
+        &self,
+        in_use: &HashSet<Digest>,
+        min_age: std::time::Duration,
+    ) -> std::io::Result<Vec<Digest>> {
         let folder = self.dir.join("sha256");
         let entries = match std::fs::read_dir(&folder) {
             Ok(entries) => entries,
@@ -121,7 +126,14 @@ impl ModuleStore {
             let Some(digest) = digest_of_file(&entry.path()) else {
                 continue;
             };
-            if !in_use.contains(&digest) && std::fs::remove_file(entry.path()).is_ok() {
+            let old_enough = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= min_age);
+            if !in_use.contains(&digest) && old_enough && std::fs::remove_file(entry.path()).is_ok()
+            {
                 removed.push(digest);
             }
         }
@@ -168,8 +180,13 @@ mod tests {
         assert_eq!(std::fs::read(&path).expect("read"), a);
         assert_eq!(store.insert(&da, a).expect("again"), path, "stored once");
         store.insert(&db, b).expect("stored");
+        let keep = HashSet::from([da.clone()]);
+        let young = store
+            .collect_garbage(&keep, std::time::Duration::from_secs(3600))
+            .expect("collected");
+        assert!(young.is_empty(), "a module stored a moment ago stays");
         let removed = store
-            .collect_garbage(&HashSet::from([da.clone()]))
+            .collect_garbage(&keep, std::time::Duration::ZERO)
             .expect("collected");
         assert_eq!(removed, std::slice::from_ref(&db));
         assert!(store.get(&da).is_some() && store.get(&db).is_none());

@@ -99,6 +99,11 @@ impl RunningModules {
         stop_running(running, timeout).await;
     }
 
+    /// The digests of the modules running now.
+    pub(crate) fn digests(&self) -> std::collections::HashSet<String> {
+        self.lock().values().map(|r| r.digest.clone()).collect()
+    }
+
     /// Stops every module, each as [`stop`](Self::stop) does, concurrently.
     pub async fn stop_all(&self, timeout: Duration) {
         let all: Vec<Running> = self.lock().drain().map(|(_, r)| r).collect();

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
@@ -22,6 +22,10 @@ use crate::runtime::supervisor::RunPhase;
 
 /// How long a retriable failure (registry unreachable) waits before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(10);
+
+/// How old an unused stored module must be before it is removed: one pulled a moment ago may
+/// be about to start for another resource.
+const GARBAGE_MIN_AGE: Duration = Duration::from_secs(600);
 
 /// Why a reconcile failed; the controller retries it after [`RETRY_AFTER`].
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +137,23 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
         let status = not_running(&writer, Phase::Pulling, "", false, None);
         writer.write(status).await?;
     }
+    if let Some(account) = &validated.options.service_account {
+        let accounts: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), &account.namespace);
+        if accounts.get_opt(&account.name).await?.is_none() {
+            let message = format!("the ServiceAccount {account} does not exist");
+            event(
+                &ctx,
+                &obj,
+                EventType::Warning,
+                "ServiceAccountMissing",
+                message.clone(),
+            )
+            .await;
+            let status = not_running(&writer, Phase::BackOff, &message, false, None);
+            writer.write(status).await?;
+            return Ok(Action::requeue(RETRY_AFTER));
+        }
+    }
     let (path, digest) = match fetch(&ctx, &key.0, &validated).await {
         Ok(fetched) => fetched,
         Err(Fetch { message, retriable }) => {
@@ -197,6 +218,7 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
         &ctx.host,
         module,
     );
+    collect_garbage(&ctx);
     event(
         &ctx,
         &obj,
@@ -279,10 +301,28 @@ async fn report(
     }
 }
 
+/// Removes the stored modules no running module uses any more.
+fn collect_garbage(ctx: &Context) {
+    let in_use = ctx
+        .modules
+        .digests()
+        .iter()
+        .filter_map(|d| Digest::parse(d).ok())
+        .collect();
+    match ctx.puller.store().collect_garbage(&in_use, GARBAGE_MIN_AGE) {
+        Ok(removed) if !removed.is_empty() => {
+            tracing::info!(?removed, "removed modules no WasmController uses");
+        }
+        Ok(_) => {}
+        Err(err) => tracing::warn!("collecting unused modules: {err}"),
+    }
+}
+
 async fn cleanup(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = key_of(&obj);
     if ctx.modules.started_for(&key).is_some() {
         ctx.modules.stop(&key, ctx.config.stop_timeout).await;
+        collect_garbage(&ctx);
         event(
             &ctx,
             &obj,
