@@ -13,6 +13,9 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 step "toolchain: wasm32-wasip1 target, rustfmt, clippy"
 rustup target add wasm32-wasip1
 rustup component add rustfmt clippy
+# OpenSSL's headers: the API-surface list documents kube 5.0 with every feature, openssl-tls too.
+dpkg -s libssl-dev pkg-config >/dev/null 2>&1 ||
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config; }
 
 step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached), and the OCI registry"
 scripts/control-plane.sh provision >/dev/null
