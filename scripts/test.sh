@@ -31,7 +31,8 @@ step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
 # The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
-# the e2e guests, the parity scenarios), and the API-surface programs and the benchmark's ring
+# the e2e guests, the parity scenarios, kube-rs's examples ported in compat-tests/ported — cargo
+# examples there, hence `--examples`), and the API-surface programs and the benchmark's ring
 # controller, which only need to build here (scripts/bench.sh runs the
 # benchmark). One wasm32 invocation for all of them, so kube-wasm is built once with one
 # feature set.
@@ -39,13 +40,14 @@ programs=(
   -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
   -p multi-watch -p api-checks -p hostile -p remote-command
   -p parity-scenarios -p kube-surface -p ring-controller
+  -p ported-pod-watcher -p ported-secret-syncer -p ported-crd-derive
 )
 
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"
 # Natively with `--workspace`: the features cargo resolved for the test step above, so
-# nothing is built twice.
+# nothing is built twice (that step built the ported cargo examples natively too).
 cargo build --workspace --bins
-cargo build --target wasm32-wasip1 "${programs[@]}"
+cargo build --target wasm32-wasip1 --bins --examples "${programs[@]}"
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
