@@ -14,9 +14,14 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 step "toolchain: wasm32-wasip1 target, rustfmt, clippy; kubectl"
 rustup target add wasm32-wasip1
 rustup component add rustfmt clippy
-command -v kubectl >/dev/null || {
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client
-}
+# kubectl (the WasmController tests print `kubectl get wasmcontrollers`), and OpenSSL's headers
+# (the API-surface list documents kube 5.0 with every feature, openssl-tls too).
+missing=()
+command -v kubectl >/dev/null || missing+=(kubernetes-client)
+dpkg -s libssl-dev pkg-config >/dev/null 2>&1 || missing+=(libssl-dev pkg-config)
+if ((${#missing[@]})); then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
 
 step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached), and the OCI registry"
 scripts/control-plane.sh provision >/dev/null
@@ -35,7 +40,8 @@ step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
 # The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
-# the e2e guests, the parity scenarios), and the API-surface programs and the benchmark's ring
+# the e2e guests, the parity scenarios, kube-rs's examples ported in compat-tests/ported — cargo
+# examples there, hence `--examples`), and the API-surface programs and the benchmark's ring
 # controller, which only need to build here (scripts/bench.sh runs the
 # benchmark). One wasm32 invocation for all of them, so kube-wasm is built once with one
 # feature set.
@@ -43,18 +49,31 @@ programs=(
   -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
   -p multi-watch -p api-checks -p hostile -p remote-command
   -p parity-scenarios -p kube-surface -p ring-controller
+  -p ported-pod-watcher -p ported-secret-syncer -p ported-crd-derive
 )
 
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"
 # Natively with `--workspace`: the features cargo resolved for the test step above, so
-# nothing is built twice.
+# nothing is built twice (that step built the ported cargo examples natively too).
 cargo build --workspace --bins
-cargo build --target wasm32-wasip1 "${programs[@]}"
+cargo build --target wasm32-wasip1 --bins --examples "${programs[@]}"
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
   "${programs[@]}" -- -D warnings
+
+step "publishable crates: cargo package"
+# The crates meant for crates.io, packaged in one invocation (path dependencies resolved
+# against each other's packages). Any warning (missing metadata) fails the step. No verify
+# build: it would rebuild every dependency from scratch in target/package (13 s for
+# kube-wasm-abi's three alone, minutes for the rest), the sources were just built, linted and
+# tested above, and crates depending on k8s-openapi only build standalone with a Kubernetes
+# version chosen (K8S_OPENAPI_ENABLED_VERSION), as for kube itself.
+package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-wasm-guest \
+  -p kube-wasm-tokio-macros -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm \
+  -p kube-wasm 2>&1) || { printf '%s\n' "$package_log" >&2; exit 1; }
+if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
 step "end to end: start a control plane and an OCI registry"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")

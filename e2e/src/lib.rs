@@ -195,8 +195,15 @@ impl Program {
     /// Starts the native build of `bin` (from `KUBE_WASM_NATIVE_BIN`) with `KUBECONFIG` set
     /// to `kubeconfig`: the same program as a module, run as kube-rs users run it.
     pub fn native(bin: &str, kubeconfig: &Path) -> Program {
+        Program::native_with_env(bin, kubeconfig, &[])
+    }
+
+    /// [`Program::native`] with the environment variables `env` added.
+    pub fn native_with_env(bin: &str, kubeconfig: &Path, env: &[(&str, &str)]) -> Program {
         let mut command = Command::new(env_path("KUBE_WASM_NATIVE_BIN").join(bin));
-        command.env("KUBECONFIG", kubeconfig);
+        command
+            .env("KUBECONFIG", kubeconfig)
+            .envs(env.iter().copied());
         Program::spawn(command, bin)
     }
 

@@ -94,13 +94,28 @@ impl Side {
     }
 
     /// Starts this side's build of `program` with a kubeconfig defaulting to its namespace;
-    /// `host_args` are added to `host-shim run` (wasm only).
+    /// `host_args` are added to `host-shim run` (wasm only). `program` is a path under the
+    /// build folders: a binary's name, or `examples/<name>` for a cargo example.
     pub fn start(&mut self, program: &str, host_args: &[&str]) {
+        self.start_with_env(program, host_args, &[]);
+    }
+
+    /// [`Side::start`] with the environment variables `env` added: to the native process,
+    /// or to the module (`host-shim run --env`).
+    pub fn start_with_env(&mut self, program: &str, host_args: &[&str], env: &[(&str, &str)]) {
         let kubeconfig = kubeconfig_for(&self.namespace, &scratch_dir());
-        self.module = program.to_string();
+        // The host names a module after its file.
+        self.module = program.rsplit('/').next().unwrap_or(program).to_string();
         self.program = Some(match self.build {
-            Build::Wasm => Program::start(&kubeconfig, host_args, program),
-            Build::Native => Program::native(program, &kubeconfig),
+            Build::Wasm => {
+                let pairs: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let mut args: Vec<&str> = host_args.to_vec();
+                for pair in &pairs {
+                    args.extend(["--env", pair]);
+                }
+                Program::start(&kubeconfig, &args, program)
+            }
+            Build::Native => Program::native_with_env(program, &kubeconfig, env),
         });
     }
 
@@ -307,8 +322,21 @@ impl SideBySide {
     /// Starts `program` on each side (see [`Side::start`]), then waits up to `timeout` until
     /// each printed a line containing `started`.
     pub fn start(&mut self, program: &str, host_args: &[&str], started: &str, timeout: Duration) {
+        self.start_with_env(program, host_args, &[], started, timeout);
+    }
+
+    /// [`SideBySide::start`] with the environment variables `env` added to each side (see
+    /// [`Side::start_with_env`]).
+    pub fn start_with_env(
+        &mut self,
+        program: &str,
+        host_args: &[&str],
+        env: &[(&str, &str)],
+        started: &str,
+        timeout: Duration,
+    ) {
         for side in &mut self.sides {
-            side.start(program, host_args);
+            side.start_with_env(program, host_args, env);
         }
         for side in &self.sides {
             side.wait_for(started, timeout);

@@ -40,7 +40,7 @@ pub use kube_core::subresource::AttachParams;
 pub use log::{Log, LogParams};
 #[cfg(feature = "ws")]
 pub use portforward::Portforwarder;
-#[cfg(feature = "ws")]
+#[cfg(feature = "kubelet-debug")]
 pub(crate) use remote::KEEPALIVE_SECS;
 #[cfg(feature = "ws")]
 pub use remote::{Attach, Execute, Portforward};

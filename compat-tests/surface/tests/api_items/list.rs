@@ -1,5 +1,7 @@
 //! The checked-in list `kube-5.0-items.tsv`: one line per public item of kube 5.0,
-//! `path<TAB>kind<TAB>status<TAB>reason`, and its comparison with the generated lists.
+//! `path<TAB>kind<TAB>status<TAB>reason`, and one per Cargo feature of kube 5.0,
+//! `name<TAB>feature<TAB>status<TAB>reason` (checked by `features`), and its comparison with
+//! the generated lists.
 
 use super::walk::Item;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +29,7 @@ impl Status {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Supported => "supported",
             Self::NotApplicable => "not-applicable",
@@ -35,6 +37,9 @@ impl Status {
         }
     }
 }
+
+/// The kind column of a feature's line.
+pub const FEATURE: &str = "feature";
 
 /// One line's verdict.
 #[derive(Debug, Clone)]
@@ -44,9 +49,11 @@ pub struct Entry {
 }
 
 const HEADER: &str = "\
-# kube 5.0's public items (crate `kube` with features client, config, runtime, derive, ws,
-# unstable-runtime, jsonpatch, admission; re-exports of kube-client, kube-runtime and
-# kube-core followed), and whether kube-wasm provides each.
+# kube 5.0's Cargo features and public items (crate `kube` with every feature its Cargo.toml
+# declares; re-exports of kube-client, kube-runtime and kube-core followed), and whether
+# kube-wasm provides each. A feature's line reads `name feature status reason`: supported (kube-wasm
+# provides its items) or not-applicable (kube-wasm accepts the name as a no-op, so a user's
+# Cargo.toml compiles unchanged, and the reason says why a guest has no use for it).
 # Columns: path, kind, status (supported / not-applicable / gap), reason.
 # Checked by `cargo test -p kube-surface --test api_items`; regenerate with
 # KUBE_SURFACE_BLESS=1 (keeps statuses and reasons, adds new items as supported or gap).
@@ -80,10 +87,12 @@ pub fn parse(text: &str) -> Result<BTreeMap<Item, Entry>, String> {
     Ok(entries)
 }
 
-/// The file's text for `entries`.
+/// The file's text for `entries`. Features come first, then items, each sorted.
 pub fn render(entries: &BTreeMap<Item, Entry>) -> String {
     let mut text = HEADER.to_string();
-    for (item, entry) in entries {
+    let (features, items): (Vec<_>, Vec<_>) =
+        entries.iter().partition(|(item, _)| item.kind == FEATURE);
+    for (item, entry) in features.into_iter().chain(items) {
         let _ = writeln!(
             text,
             "{}\t{}\t{}\t{}",
@@ -104,6 +113,8 @@ pub fn problems(
     wasm: &BTreeSet<Item>,
 ) -> Vec<String> {
     let mut problems = Vec::new();
+    let listed = listed.iter().filter(|(item, _)| item.kind != FEATURE);
+    let listed: BTreeMap<&Item, &Entry> = listed.collect();
     for item in kube.iter().filter(|item| !listed.contains_key(item)) {
         problems.push(format!(
             "not in the list: {} ({}) is public in kube 5.0",
@@ -135,30 +146,41 @@ pub fn problems(
     problems
 }
 
-/// `listed` brought up to date: kube 5.0's items only, statuses kept where still true, new
-/// or contradicted items marked by what kube-wasm has (a new gap gets an empty reason, which
-/// the check then asks for).
+/// `listed` brought up to date: kube 5.0's items and features (`features`) only, statuses
+/// kept where still true, new or contradicted items marked by what kube-wasm has, new
+/// features marked gap (a new gap gets an empty reason, which the check then asks for).
 pub fn bless(
     listed: &BTreeMap<Item, Entry>,
     kube: &BTreeSet<Item>,
     wasm: &BTreeSet<Item>,
+    features: &BTreeSet<String>,
 ) -> BTreeMap<Item, Entry> {
-    kube.iter()
-        .map(|item| {
-            let present = wasm.contains(item);
-            let entry = match listed.get(item) {
-                Some(entry) if entry.status == Status::NotApplicable => entry.clone(),
-                Some(entry) if (entry.status == Status::Supported) == present => entry.clone(),
-                _ if present => Entry {
-                    status: Status::Supported,
-                    reason: String::new(),
-                },
-                _ => Entry {
-                    status: Status::Gap,
-                    reason: String::new(),
-                },
-            };
-            (item.clone(), entry)
-        })
-        .collect()
+    let features = features.iter().map(|name| {
+        let item = Item {
+            path: name.clone(),
+            kind: FEATURE.to_string(),
+        };
+        let entry = listed.get(&item).cloned().unwrap_or(Entry {
+            status: Status::Gap,
+            reason: String::new(),
+        });
+        (item, entry)
+    });
+    let items = kube.iter().map(|item| {
+        let present = wasm.contains(item);
+        let entry = match listed.get(item) {
+            Some(entry) if entry.status == Status::NotApplicable => entry.clone(),
+            Some(entry) if (entry.status == Status::Supported) == present => entry.clone(),
+            _ if present => Entry {
+                status: Status::Supported,
+                reason: String::new(),
+            },
+            _ => Entry {
+                status: Status::Gap,
+                reason: String::new(),
+            },
+        };
+        (item.clone(), entry)
+    });
+    features.chain(items).collect()
 }

@@ -22,18 +22,40 @@ const PACKAGES: &[&str] = &[
     "kube-runtime-wasm",
 ];
 
-/// The kube features the list covers: what a kube-wasm guest supports. kube 5.0 gets them
-/// (plus `ws`) from this crate's native dependency; kube-wasm from here.
-const KUBE_WASM_FEATURES: &[&str] = &[
+/// Every feature kube 5.0's Cargo.toml declares (but `default`), all on for the documented
+/// crates, so the list covers the items of each (the features of kube-client, kube-runtime and
+/// kube-core that kube forwards come with them). kube 5.0 gets them through this crate's
+/// `every-kube-feature` feature (which only this `cargo doc` turns on), kube-wasm — which
+/// accepts every one of them — directly. `features::problems` holds this list to kube 5.0's
+/// manifest and to that feature.
+pub const KUBE_FEATURES: &[&str] = &[
+    "admission",
+    "aws-lc-rs",
+    "cel",
     "client",
     "config",
-    "runtime",
     "derive",
-    "ws",
-    "unstable-runtime",
+    "gzip",
+    "http-proxy",
+    "hyper-util-tracing",
     "jsonpatch",
-    "admission",
+    "kubelet-debug",
+    "oauth",
+    "oidc",
+    "openssl-tls",
+    "proxy",
+    "ring",
+    "runtime",
+    "rustls-tls",
+    "socks5",
+    "unstable-client",
+    "unstable-runtime",
+    "webpki-roots",
+    "ws",
 ];
+
+/// The feature of this crate that turns on every one of [`KUBE_FEATURES`] on `kube`.
+pub const EVERY_KUBE_FEATURE: &str = "every-kube-feature";
 
 /// Rustdoc JSON of every crate in [`PACKAGES`], by crate name (`kube`, `kube_client`, …).
 pub struct Docs {
@@ -50,9 +72,10 @@ impl Docs {
         let target_dir = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| workspace.join("target"));
-        let features: Vec<String> = KUBE_WASM_FEATURES
+        let features: Vec<String> = KUBE_FEATURES
             .iter()
             .map(|f| format!("kube-wasm/{f}"))
+            .chain([format!("kube-surface/{EVERY_KUBE_FEATURE}")])
             .collect();
         let mut cargo = Command::new(env!("CARGO"));
         cargo
@@ -78,6 +101,26 @@ impl Docs {
         Self {
             dir: target_dir.join("doc"),
         }
+    }
+
+    /// The manifest (`Cargo.toml`) of the package whose library crate `doc` documents: the
+    /// directory of its root module's source file, `src/lib.rs` in the registry's unpacked
+    /// copy, has it one level up.
+    pub fn manifest_of(doc: &Value) -> PathBuf {
+        let root_id = match &doc["root"] {
+            Value::String(id) => id.clone(),
+            other => other.to_string(),
+        };
+        let root = &doc["index"][root_id];
+        let file = root["span"]["filename"]
+            .as_str()
+            .unwrap_or_else(|| panic!("rustdoc JSON gives no source file for the crate root"));
+        let src = Path::new(file)
+            .parent()
+            .unwrap_or_else(|| panic!("{file} has no parent directory"));
+        src.parent()
+            .unwrap_or_else(|| panic!("{file} is not under a package directory"))
+            .join("Cargo.toml")
     }
 
     /// The JSON document of crate `name`.
