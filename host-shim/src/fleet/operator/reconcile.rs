@@ -270,7 +270,8 @@ async fn report(
             &ctx.config.host_name,
             writer.last(),
         );
-        if last_phase != Some(current.phase) {
+        // A module the operator stopped itself (replaced, deleted) gets its Event there.
+        if still_ours && last_phase != Some(current.phase) {
             let (type_, reason) = match current.phase {
                 Phase::BackOff => (EventType::Warning, "BackOff"),
                 Phase::Failed => (EventType::Warning, "Crashed"),
