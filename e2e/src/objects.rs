@@ -37,6 +37,14 @@ pub fn config_map(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) ->
     }
 }
 
+/// The label configmap-mirror mirrors ConfigMaps with: `kube-wasm.dev/mirror=true`.
+pub const MIRROR_LABEL: (&str, &str) = ("kube-wasm.dev/mirror", "true");
+
+/// A ConfigMap `name` that configmap-mirror mirrors ([`MIRROR_LABEL`]), with data `n: <name>`.
+pub fn mirrored(name: &str) -> ConfigMap {
+    config_map(name, &[MIRROR_LABEL], &[("n", name)])
+}
+
 /// The `ConfigMapGenerator` custom resource of the configmap-generator example
 /// (`kube-wasm.example.com/v1`), for the dynamic client.
 pub fn generator_resource() -> ApiResource {

@@ -10,20 +10,9 @@ use kube::api::{ObjectMeta, PostParams};
 use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
+use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
-
-fn labelled(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
-            ..ObjectMeta::default()
-        },
-        data: Some([("n".to_string(), name.to_string())].into()),
-        ..ConfigMap::default()
-    }
-}
 
 fn meta(name: &str) -> ObjectMeta {
     ObjectMeta {
@@ -97,7 +86,7 @@ async fn denied_requests_are_403_values_and_modules_act_as_their_service_account
     mirror_account(&client, &acting_ns, "mirror").await;
     for ns in [&denied_ns, &acting_ns] {
         Api::<ConfigMap>::namespaced(client.clone(), ns)
-            .create(&PostParams::default(), &labelled("cm-1"))
+            .create(&PostParams::default(), &mirrored("cm-1"))
             .await
             .expect("configmap");
     }

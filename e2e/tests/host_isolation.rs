@@ -4,27 +4,16 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::PostParams;
 use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
+use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
 
 const MODES: [&str; 4] = ["loop", "oom", "panic", "garbage"];
 /// How soon the healthy module must mirror a new ConfigMap while the others misbehave.
 const PROMPTLY: Duration = Duration::from_secs(10);
-
-fn labelled(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
-            ..ObjectMeta::default()
-        },
-        data: Some([("n".to_string(), name.to_string())].into()),
-        ..ConfigMap::default()
-    }
-}
 
 #[tokio::test]
 async fn hostile_modules_are_restarted_and_a_healthy_one_keeps_mirroring() {
@@ -77,7 +66,7 @@ async fn hostile_modules_are_restarted_and_a_healthy_one_keeps_mirroring() {
         round += 1;
         assert!(round <= 12, "restarts so far: {:?}", MODES.map(restarts_of));
         let name = format!("cm-{round}");
-        cms.create(&PostParams::default(), &labelled(&name))
+        cms.create(&PostParams::default(), &mirrored(&name))
             .await
             .expect("create");
         eventually(PROMPTLY, "the mirror to mirror a new ConfigMap", || async {

@@ -5,9 +5,10 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::PostParams;
 use kube_wasm_e2e::manifest::{Entry, resident_kib, start_manifest, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
+use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::{Duration, Instant};
 
@@ -25,18 +26,6 @@ const QUOTAS: &str = "quotas: {pendingOps: 64, concurrentRequests: 8, watches: 8
 const PROMPTLY: Duration = Duration::from_secs(5);
 /// How much the host's resident memory may grow while the floods go on.
 const RSS_GROWTH_BOUND_KIB: u64 = 64 * 1024;
-
-fn labelled(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
-            ..ObjectMeta::default()
-        },
-        data: Some([("n".to_string(), name.to_string())].into()),
-        ..ConfigMap::default()
-    }
-}
 
 #[tokio::test]
 async fn floods_get_error_values_while_a_neighbour_mirrors_promptly_and_memory_stays_bounded() {
@@ -90,7 +79,7 @@ async fn floods_get_error_values_while_a_neighbour_mirrors_promptly_and_memory_s
         rss_kib.push(resident_kib(host.id()).expect("the host runs"));
         let name = format!("cm-{round}");
         let created = Instant::now();
-        cms.create(&PostParams::default(), &labelled(&name))
+        cms.create(&PostParams::default(), &mirrored(&name))
             .await
             .expect("create");
         eventually(PROMPTLY, "the mirror to mirror a new ConfigMap", || async {

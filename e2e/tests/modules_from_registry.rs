@@ -5,23 +5,12 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::PostParams;
 use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
+use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::registry;
 use kube_wasm_e2e::{client, env_path, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
-
-fn labelled(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
-            ..ObjectMeta::default()
-        },
-        data: Some([("n".to_string(), name.to_string())].into()),
-        ..ConfigMap::default()
-    }
-}
 
 fn settings() -> String {
     format!("insecureRegistries: [{}]", registry::address())
@@ -61,7 +50,7 @@ async fn a_module_pulled_by_tag_runs_and_is_kept_by_digest() {
         .expect("the tag is resolved to the digest pushed");
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    cms.create(&PostParams::default(), &labelled("pulled"))
+    cms.create(&PostParams::default(), &mirrored("pulled"))
         .await
         .expect("create");
     eventually(

@@ -10,9 +10,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use kube_wasm_e2e::audit::audited_requests;
+use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::registry;
 use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{Program, client, env_path, eventually, fresh_namespace, scratch_dir};
@@ -40,23 +41,11 @@ fn phase(status: &Value) -> &str {
     status["phase"].as_str().unwrap_or_default()
 }
 
-fn labelled(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
-            ..ObjectMeta::default()
-        },
-        data: Some([("n".to_string(), name.to_string())].into()),
-        ..ConfigMap::default()
-    }
-}
-
 /// Creates a labelled ConfigMap in `ns` and waits for its mirror Secret.
 async fn mirrors(client: &kube::Client, ns: &str, name: &str) {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-    cms.create(&PostParams::default(), &labelled(name))
+    cms.create(&PostParams::default(), &mirrored(name))
         .await
         .expect("create");
     eventually(PROMPTLY, "the module in {ns} to mirror", || async {
