@@ -234,6 +234,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
                 namespaces: controllers.namespaces,
                 host_name: controllers.host_name,
                 stop_timeout: config.stop_timeout,
+                local_modules: controllers.local_modules,
             },
             stop.clone(),
         ))),

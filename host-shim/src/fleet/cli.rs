@@ -131,6 +131,11 @@ pub struct RunArgs {
     #[arg(long = "namespace", value_name = "NAME", requires = "controllers")]
     pub namespaces: Vec<String>,
 
+    /// With `--controllers`: the folder a WasmController's `spec.path` is read from (paths
+    /// relative to it, no `..`; for local development). Without it, `path` is refused.
+    #[arg(long, value_name = "DIR", requires = "controllers")]
+    pub local_modules: Option<PathBuf>,
+
     /// This host replica's name, shown in `status.host` and on its Events (default: the
     /// `POD_NAME` environment variable, else the machine's host name).
     #[arg(long, value_name = "NAME")]

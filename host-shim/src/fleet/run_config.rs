@@ -51,6 +51,8 @@ pub struct ControllersConfig {
     pub namespaces: Vec<String>,
     /// This replica's name.
     pub host_name: String,
+    /// Where a WasmController's `path` is read from, if anywhere.
+    pub local_modules: Option<std::path::PathBuf>,
 }
 
 /// `POD_NAME`, else the machine's host name, else `host-shim`.
@@ -159,6 +161,7 @@ impl RunConfig {
             controllers: args.controllers.then(|| ControllersConfig {
                 namespaces: args.namespaces.clone(),
                 host_name: args.host_name.clone().unwrap_or_else(default_host_name),
+                local_modules: args.local_modules.clone(),
             }),
             registries: RegistrySettings {
                 insecure: args

@@ -45,8 +45,8 @@ pub struct WasmControllerSpec {
     /// and `path`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
-    /// The module as a file the host can read (for local development). Exactly one of
-    /// `image` and `path`.
+    /// The module as a file in the host's local modules folder (`--local-modules`; a relative
+    /// path, for local development). Exactly one of `image` and `path`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// Secrets of type `kubernetes.io/dockerconfigjson` in the resource's namespace with the

@@ -42,6 +42,9 @@ pub struct OperatorConfig {
     pub host_name: String,
     /// How long a module gets to exit when it is replaced or deleted.
     pub stop_timeout: Duration,
+    /// The folder a WasmController's `path` is read from (`--local-modules`); `None`: `path`
+    /// is refused, so that creating a resource cannot make the host read its files.
+    pub local_modules: Option<std::path::PathBuf>,
 }
 
 /// What reconciles share.

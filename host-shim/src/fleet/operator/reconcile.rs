@@ -350,11 +350,12 @@ async fn fetch(
 ) -> Result<(std::path::PathBuf, Digest), Fetch> {
     match &validated.source {
         ModuleSource::File(path) => {
-            let bytes = tokio::fs::read(path).await.map_err(|e| Fetch {
+            let path = local_module(ctx.config.local_modules.as_deref(), path)?;
+            let bytes = tokio::fs::read(&path).await.map_err(|e| Fetch {
                 message: format!("reading {}: {e}", path.display()),
                 retriable: true,
             })?;
-            Ok((path.clone(), Digest::of(&bytes)))
+            Ok((path, Digest::of(&bytes)))
         }
         ModuleSource::Image(image) => {
             let auth = registry_auth(ctx, namespace, image, &validated.pull_secrets).await?;
@@ -367,6 +368,31 @@ async fn fetch(
             }
         }
     }
+}
+
+/// Where a WasmController's `path` is: inside the host's `--local-modules` folder, as a
+/// relative path without `..`; anything else is refused (the resource's author must not be
+/// able to make the host read, or probe, its other files).
+fn local_module(
+    folder: Option<&std::path::Path>,
+    path: &std::path::Path,
+) -> Result<std::path::PathBuf, Fetch> {
+    use std::path::Component;
+    let refuse = |why: &str| Fetch {
+        message: format!("spec.path {}: {why}", path.display()),
+        retriable: false,
+    };
+    let Some(folder) = folder else {
+        return Err(refuse(
+            "this host runs no local modules (start it with --local-modules DIR)",
+        ));
+    };
+    if !path.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(refuse(
+            "must be a relative path inside the host's local modules folder, without `..`",
+        ));
+    }
+    Ok(folder.join(path))
 }
 
 /// The credentials for `image`'s registry from the first pull secret that has them, read with
@@ -411,4 +437,37 @@ async fn registry_auth(
         }
     }
     Ok(RegistryAuth::Anonymous)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn local_modules_stay_in_their_folder() {
+        let folder = Path::new("/srv/modules");
+        assert_eq!(
+            local_module(Some(folder), Path::new("team/mirror.wasm")).ok(),
+            Some(folder.join("team/mirror.wasm"))
+        );
+        for escape in [
+            "/etc/shadow",
+            "../etc/shadow",
+            "team/../../x.wasm",
+            "./x.wasm",
+        ] {
+            let refused = local_module(Some(folder), Path::new(escape))
+                .err()
+                .map(|f| f.message);
+            assert!(
+                refused.is_some_and(|m| m.contains("relative path")),
+                "{escape}"
+            );
+        }
+        let refused = local_module(None, Path::new("x.wasm"))
+            .err()
+            .map(|f| f.message);
+        assert!(refused.is_some_and(|m| m.contains("--local-modules")));
+    }
 }
