@@ -34,6 +34,25 @@ fn typed<K: DeserializeOwned>(doc: &Value) -> K {
     serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{e}: {doc}"))
 }
 
+/// A server-side dry run (`dryRun=All`) of creating `doc` through `api`.
+async fn dry_run<K>(api: Api<K>, doc: &Value)
+where
+    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let object: K = typed(doc);
+    let params = PostParams {
+        dry_run: true,
+        field_manager: None,
+    };
+    api.create(&params, &object)
+        .await
+        .unwrap_or_else(|e| panic!("dry run of {doc}: {e}"));
+}
+
+fn namespace_of(doc: &Value) -> &str {
+    doc["metadata"]["namespace"].as_str().expect("a namespace")
+}
+
 async fn dry_run_namespaced<K>(client: &kube::Client, doc: &Value)
 where
     K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
@@ -42,18 +61,7 @@ where
         + serde::Serialize
         + std::fmt::Debug,
 {
-    let object: K = typed(doc);
-    let ns = doc["metadata"]["namespace"].as_str().expect("a namespace");
-    Api::<K>::namespaced(client.clone(), ns)
-        .create(
-            &PostParams {
-                dry_run: true,
-                field_manager: None,
-            },
-            &object,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("dry run of {doc}: {e}"));
+    dry_run(Api::<K>::namespaced(client.clone(), namespace_of(doc)), doc).await;
 }
 
 async fn dry_run_cluster<K>(client: &kube::Client, doc: &Value)
@@ -64,17 +72,7 @@ where
         + serde::Serialize
         + std::fmt::Debug,
 {
-    let object: K = typed(doc);
-    Api::<K>::all(client.clone())
-        .create(
-            &PostParams {
-                dry_run: true,
-                field_manager: None,
-            },
-            &object,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("dry run of {doc}: {e}"));
+    dry_run(Api::<K>::all(client.clone()), doc).await;
 }
 
 #[tokio::test]
@@ -96,18 +94,8 @@ async fn every_deploy_document_passes_a_server_side_dry_run() {
         match kind.as_str() {
             "Namespace" | "CustomResourceDefinition" => {}
             "WasmController" => {
-                let object: DynamicObject = typed(doc);
-                let ns = doc["metadata"]["namespace"].as_str().expect("a namespace");
-                wasm_controllers::api(&client, ns)
-                    .create(
-                        &PostParams {
-                            dry_run: true,
-                            field_manager: None,
-                        },
-                        &object,
-                    )
-                    .await
-                    .unwrap_or_else(|e| panic!("dry run of {doc}: {e}"));
+                let api = wasm_controllers::api(&client, namespace_of(doc));
+                dry_run::<DynamicObject>(api, doc).await;
             }
             "ServiceAccount" => dry_run_namespaced::<ServiceAccount>(&client, doc).await,
             "ConfigMap" => dry_run_namespaced::<ConfigMap>(&client, doc).await,
