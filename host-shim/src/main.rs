@@ -135,7 +135,17 @@ async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
     tokio::spawn(signals.forward(stop.clone(), stopped_by.clone()));
 
     let config = RunConfig::load(args)?;
-    let kube_config = config.cluster.load().await?;
+    let mut kube_config = config.cluster.load().await?;
+    if let Some(controllers) = &config.controllers {
+        controllers
+            .placement
+            .validate()
+            .map_err(|e| anyhow::anyhow!("--host-name/--lease-*: {e}"))?;
+    }
+    kube_config.headers.push((
+        http::header::USER_AGENT,
+        user_agent(config.controllers.as_ref())?,
+    ));
     let accounts: Vec<_> = config
         .modules
         .iter()
@@ -232,7 +242,7 @@ async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
             puller.clone(),
             OperatorConfig {
                 namespaces: controllers.namespaces,
-                host_name: controllers.host_name,
+                placement: controllers.placement,
                 stop_timeout: config.stop_timeout,
                 local_modules: controllers.local_modules,
             },
@@ -251,6 +261,20 @@ async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
         tracing::info!("module `{}`: {}", report.name, report.outcome);
     }
     Ok(host_exit(&reports, stopped_by.get().copied()))
+}
+
+/// The User-Agent of every request the host sends, its modules' included (a guest cannot set
+/// its own): `kube-wasm-host/VERSION`, and with `--controllers` ` (replica NAME)`, so that the
+/// audit log shows which replica acted.
+fn user_agent(
+    controllers: Option<&host_shim::fleet::run_config::ControllersConfig>,
+) -> anyhow::Result<http::HeaderValue> {
+    let version = env!("CARGO_PKG_VERSION");
+    let agent = match controllers {
+        Some(c) => format!("kube-wasm-host/{version} (replica {})", c.placement.replica),
+        None => format!("kube-wasm-host/{version}"),
+    };
+    http::HeaderValue::from_str(&agent).context("the replica name in the User-Agent")
 }
 
 /// Where pulled modules are kept: `oci/` in the cache folder, else in the system's temporary

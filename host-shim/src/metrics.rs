@@ -107,6 +107,7 @@ pub struct Metrics {
     quota_refusals: Family<QuotaLabels, Counter>,
     log_lines_dropped: Family<ModuleLabels, Counter>,
     suspend: SuspendMetrics,
+    replica: ReplicaMetrics,
     watches: Gauge,
     cache_entries: Gauge,
     cache_bytes: Gauge,
@@ -143,6 +144,7 @@ impl Metrics {
             quota_refusals: Family::default(),
             log_lines_dropped: Family::default(),
             suspend: SuspendMetrics::default(),
+            replica: ReplicaMetrics::default(),
             watches: Gauge::default(),
             cache_entries: Gauge::default(),
             cache_bytes: Gauge::default(),
@@ -218,6 +220,7 @@ impl Metrics {
             metrics.log_lines_dropped.clone(),
         );
         metrics.suspend.register(&mut registry);
+        metrics.replica.register(&mut registry);
         registry.register(
             "upstream_watches",
             "Upstream watches open now",
@@ -237,6 +240,11 @@ impl Metrics {
             registry: Arc::new(registry),
             ..metrics
         }
+    }
+
+    /// This host replica's placement series.
+    pub fn replica(&self) -> &ReplicaMetrics {
+        &self.replica
     }
 
     fn module(module: &str) -> ModuleLabels {
@@ -409,6 +417,96 @@ pub struct CacheTotals {
     /// Bytes of object JSON plus bytes of event lines in the stores (an upper bound of the
     /// memory they hold).
     pub bytes: usize,
+}
+
+/// This replica's share of the fleet (`host-shim run --controllers`): modules owned, handoffs,
+/// failovers and its Lease. Cheap to clone; clones share the series.
+#[derive(Clone)]
+pub struct ReplicaMetrics {
+    owned: Gauge,
+    handoffs: Counter,
+    failovers: Counter,
+    fences: Counter,
+    renew_failures: Counter,
+    renew_seconds: Histogram,
+}
+
+impl Default for ReplicaMetrics {
+    fn default() -> Self {
+        Self {
+            owned: Gauge::default(),
+            handoffs: Counter::default(),
+            failovers: Counter::default(),
+            fences: Counter::default(),
+            renew_failures: Counter::default(),
+            renew_seconds: Histogram::new(exponential_buckets(0.002, 2.0, 12)),
+        }
+    }
+}
+
+impl ReplicaMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "replica_modules_owned",
+            "WasmControllers whose module runs on this replica",
+            self.owned.clone(),
+        );
+        registry.register(
+            "replica_handoffs",
+            "Modules this replica stopped and released to another replica",
+            self.handoffs.clone(),
+        );
+        registry.register(
+            "replica_failovers",
+            "Modules this replica took over from a replica whose Lease expired",
+            self.failovers.clone(),
+        );
+        registry.register(
+            "replica_lease_losses",
+            "Times this replica stopped its modules because it could not renew its Lease",
+            self.fences.clone(),
+        );
+        registry.register(
+            "replica_lease_renew_failures",
+            "Lease renewals that failed or timed out",
+            self.renew_failures.clone(),
+        );
+        registry.register(
+            "replica_lease_renew_duration_seconds",
+            "Time a successful Lease renewal took",
+            self.renew_seconds.clone(),
+        );
+    }
+
+    /// Sets the number of modules running on this replica.
+    pub fn set_owned(&self, modules: usize) {
+        self.owned.set(i64::try_from(modules).unwrap_or(i64::MAX));
+    }
+
+    /// Counts a module released to another replica.
+    pub fn count_handoff(&self) {
+        self.handoffs.inc();
+    }
+
+    /// Counts a module taken over from a replica whose Lease expired.
+    pub fn count_failover(&self) {
+        self.failovers.inc();
+    }
+
+    /// Counts a loss of the Lease that stopped this replica's modules.
+    pub fn count_fence(&self) {
+        self.fences.inc();
+    }
+
+    /// Counts a failed or timed-out renewal.
+    pub fn count_renew_failure(&self) {
+        self.renew_failures.inc();
+    }
+
+    /// Records how long a successful renewal took.
+    pub fn observe_renew(&self, took: Duration) {
+        self.renew_seconds.observe(took.as_secs_f64());
+    }
 }
 
 /// The per-module series of suspends and resumes.

@@ -136,10 +136,31 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", requires = "controllers")]
     pub local_modules: Option<PathBuf>,
 
-    /// This host replica's name, shown in `status.host` and on its Events (default: the
-    /// `POD_NAME` environment variable, else the machine's host name).
+    /// This host replica's name, shown in `status.host`, on its Events, in its User-Agent
+    /// and as its Lease's name (default: the `POD_NAME` environment variable, else the
+    /// machine's host name).
     #[arg(long, value_name = "NAME")]
     pub host_name: Option<String>,
+
+    /// With `--controllers`: share the WasmControllers with the other replicas holding a
+    /// membership Lease in this namespace (each module runs on exactly one live replica, and
+    /// moves when one joins, leaves or dies). Without it this host is the sole replica.
+    #[arg(long, value_name = "NAMESPACE", requires = "controllers")]
+    pub lease_namespace: Option<String>,
+
+    /// How long a replica's Lease stands unrenewed (whole seconds; default 10s): a crashed
+    /// replica's modules restart elsewhere after about this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_idle_after, requires = "lease_namespace")]
+    pub lease_duration: Option<std::time::Duration>,
+
+    /// How long a replica may go without renewing its Lease before it stops its modules
+    /// (default 7s; shorter than the lease duration).
+    #[arg(long, value_name = "DURATION", value_parser = parse_idle_after, requires = "lease_namespace")]
+    pub renew_deadline: Option<std::time::Duration>,
+
+    /// How often a replica renews its Lease (default 2s; shorter than the renew deadline).
+    #[arg(long, value_name = "DURATION", value_parser = parse_idle_after, requires = "lease_namespace")]
+    pub renew_period: Option<std::time::Duration>,
 
     /// A registry (`host[:port]`) to reach over plain HTTP rather than HTTPS (repeatable; added
     /// to the manifest's `insecureRegistries`).

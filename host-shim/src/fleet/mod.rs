@@ -11,6 +11,7 @@ pub mod metrics_server;
 pub mod module_fields;
 pub mod oci;
 pub mod operator;
+pub mod placement;
 pub mod run_config;
 pub mod units;
 pub mod wasm_controller;

@@ -14,6 +14,7 @@ use crate::fleet::cli::{RunArgs, module_names};
 use crate::fleet::config::ClusterSource;
 use crate::fleet::manifest::{MAX_MEMORY_LIMIT, Manifest, ManifestError};
 use crate::fleet::oci::RegistrySettings;
+use crate::fleet::placement::PlacementConfig;
 use crate::runtime::engine::PoolSize;
 use crate::runtime::host::Settings;
 use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
@@ -49,10 +50,24 @@ pub struct RunConfig {
 pub struct ControllersConfig {
     /// Their namespaces; empty: all.
     pub namespaces: Vec<String>,
-    /// This replica's name.
-    pub host_name: String,
+    /// This replica's name and membership (`--host-name`, `--lease-namespace`, …).
+    pub placement: PlacementConfig,
     /// Where a WasmController's `path` is read from, if anywhere.
     pub local_modules: Option<std::path::PathBuf>,
+}
+
+/// The placement the flags give (defaults: [`PlacementConfig::new`]).
+fn placement_of(args: &RunArgs) -> PlacementConfig {
+    let defaults = PlacementConfig::new(
+        args.host_name.clone().unwrap_or_else(default_host_name),
+        args.lease_namespace.clone(),
+    );
+    PlacementConfig {
+        lease_duration: args.lease_duration.unwrap_or(defaults.lease_duration),
+        renew_deadline: args.renew_deadline.unwrap_or(defaults.renew_deadline),
+        renew_period: args.renew_period.unwrap_or(defaults.renew_period),
+        ..defaults
+    }
 }
 
 /// `POD_NAME`, else the machine's host name, else `host-shim`.
@@ -82,6 +97,7 @@ impl RunConfig {
     /// Resolves the configuration from the command line and the (validated) manifest.
     pub fn resolve(args: RunArgs, manifest: Option<Manifest>) -> Self {
         let suspend_after = args.suspend_after.map(SuspendPolicy::after);
+        let placement = placement_of(&args);
         let (modules, largest_memory, manifest) = match manifest {
             Some(mut manifest) => {
                 let largest = manifest.largest_memory_limit();
@@ -160,7 +176,7 @@ impl RunConfig {
                 .or_else(|| manifest.and_then(|m| m.metrics_addr)),
             controllers: args.controllers.then(|| ControllersConfig {
                 namespaces: args.namespaces.clone(),
-                host_name: args.host_name.clone().unwrap_or_else(default_host_name),
+                placement,
                 local_modules: args.local_modules.clone(),
             }),
             registries: RegistrySettings {

@@ -128,9 +128,13 @@ pub struct WasmControllerStatus {
     /// The module's linear memory after its last entry, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
-    /// The host replica running it.
+    /// The host replica holding it (its claim: only this replica runs the module). Written
+    /// only by compare-and-swap; cleared when the replica hands the module over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// When `host` claimed it (RFC 3339, microseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_since: Option<String>,
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

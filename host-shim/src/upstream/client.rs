@@ -9,7 +9,7 @@ use std::error::Error as StdError;
 use std::str::FromStr;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, HeaderName, HeaderValue, PROXY_AUTHORIZATION};
+use http::header::{AUTHORIZATION, HeaderName, HeaderValue, PROXY_AUTHORIZATION, USER_AGENT};
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Method};
 use http_body_util::BodyExt;
@@ -125,11 +125,13 @@ impl Upstream {
 /// Whether a guest may not set header `name`: every header that carries or asserts an
 /// identity — `authorization`, `proxy-authorization`, `impersonate-*`, and the front proxy's
 /// `x-remote-*` (user, group, extra) — since the host authenticates and chooses the identity,
-/// the guest never does.
+/// the guest never does; and `user-agent`, which names the host replica that sent the request
+/// (kube's client sets none of its own).
 pub fn is_host_only_header(name: &HeaderName) -> bool {
     let name = name.as_str();
     name == AUTHORIZATION.as_str()
         || name == PROXY_AUTHORIZATION.as_str()
+        || name == USER_AGENT.as_str()
         || name.starts_with("impersonate-")
         || name.starts_with("x-remote-")
 }

@@ -5,7 +5,14 @@
 //! delete → graceful stop before the resource goes away (the finalizer
 //! [`FINALIZER`]); a host restart → every resource resumes. Each module's status
 //! ([`status`]) follows its life; Events record pulls, starts, crashes, back-offs and stops.
+//!
+//! With several replicas, each runs the modules [placement](crate::fleet::placement) gives it
+//! ([`claims`]): a module moves when membership changes, a replica that loses its Lease stops
+//! everything ([`fence`]), and a stopping replica hands its modules over ([`handoff`]).
 
+mod claims;
+mod fence;
+mod handoff;
 mod modules;
 mod reconcile;
 mod status;
@@ -14,12 +21,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use kube::runtime::controller::Controller;
+use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 
 use crate::fleet::oci::pull::Puller;
+use crate::fleet::placement::{Placement, PlacementConfig};
 use crate::fleet::wasm_controller::WasmController;
 use crate::runtime::host::Host;
 use crate::runtime::stop::{Phase, StopHandle};
@@ -33,13 +41,17 @@ pub const FINALIZER: &str = "kube-wasm.dev/module";
 /// The field manager of the host's status writes and the Events' reporting controller.
 pub const MANAGER: &str = "kube-wasm-host";
 
+/// How many WasmControllers one replica reconciles at once (each may pull and compile).
+const CONCURRENCY: u16 = 8;
+
 /// How the operator runs.
 #[derive(Debug, Clone)]
 pub struct OperatorConfig {
     /// Namespaces whose WasmControllers it runs; empty: all.
     pub namespaces: Vec<String>,
-    /// This host replica's name (`status.host`, the Events' reporting instance).
-    pub host_name: String,
+    /// This replica's name (`status.host`, the Events' reporting instance) and its
+    /// membership in the fleet.
+    pub placement: PlacementConfig,
     /// How long a module gets to exit when it is replaced or deleted.
     pub stop_timeout: Duration,
     /// The folder a WasmController's `path` is read from (`--local-modules`); `None`: `path`
@@ -54,11 +66,13 @@ pub(crate) struct Context {
     pub(crate) puller: Puller,
     pub(crate) modules: RunningModules,
     pub(crate) recorder: Recorder,
+    pub(crate) placement: Placement,
     pub(crate) config: OperatorConfig,
 }
 
-/// Runs the operator until `stop` leaves [`Phase::Running`], then stops every module it runs
-/// (each within the stop timeout). The modules' own stop handles follow `stop`.
+/// Runs the operator until `stop` leaves [`Phase::Running`], then hands every module it runs
+/// over (each stopped within the stop timeout, then released) and gives up its Lease. The
+/// modules' own stop handles follow `stop`.
 ///
 /// # Errors
 /// None today: watch failures are retried by the controller with back-off.
@@ -69,21 +83,30 @@ pub async fn run(
     config: OperatorConfig,
     stop: StopHandle,
 ) -> anyhow::Result<()> {
+    let replica = config.placement.replica.clone();
+    let placement = Placement::new(
+        &client,
+        config.placement.clone(),
+        host.metrics().replica().clone(),
+    );
+    let placement_tasks = placement.spawn();
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
             controller: MANAGER.into(),
-            instance: Some(config.host_name.clone()),
+            instance: Some(replica.clone()),
         },
     );
     let ctx = Arc::new(Context {
         client: client.clone(),
+        modules: RunningModules::new(stop.clone(), &replica, host.metrics().replica().clone()),
         host,
         puller,
-        modules: RunningModules::new(stop.clone()),
         recorder,
+        placement: placement.clone(),
         config: config.clone(),
     });
+    let fence = tokio::spawn(fence::run(ctx.clone()));
     let apis: Vec<Api<WasmController>> = if config.namespaces.is_empty() {
         vec![Api::all(client.clone())]
     } else {
@@ -93,27 +116,49 @@ pub async fn run(
             .map(|ns| Api::namespaced(client.clone(), ns))
             .collect()
     };
-    let mut shutdown = stop.subscribe();
-    let controllers = apis.into_iter().map(|api| {
-        let mut shutdown = stop.subscribe();
-        Controller::new(api, watcher::Config::default())
-            .graceful_shutdown_on(async move {
-                let _ = shutdown.wait_for(|p| *p != Phase::Running).await;
-            })
-            .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
-            .for_each(|result| async move {
-                if let Err(err) = result {
-                    tracing::debug!("reconcile: {err}");
-                }
-            })
-    });
+    let mut stores = Vec::new();
+    let controllers: Vec<_> = apis
+        .into_iter()
+        .map(|api| {
+            let mut shutdown = stop.subscribe();
+            let controller = Controller::new(api, watcher::Config::default())
+                .with_config(controller::Config::default().concurrency(CONCURRENCY))
+                .reconcile_all_on(placement.changes());
+            stores.push(controller.store());
+            controller
+                .graceful_shutdown_on(async move {
+                    let _ = shutdown.wait_for(|p| *p != Phase::Running).await;
+                })
+                .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
+                .for_each(|result| async move {
+                    if let Err(err) = result {
+                        tracing::debug!("reconcile: {err}");
+                    }
+                })
+        })
+        .collect();
     tracing::info!(
         namespaces = ?config.namespaces,
-        host = %config.host_name,
+        replica = %replica,
+        lease_namespace = ?config.placement.lease_namespace,
         "running the WasmControllers of the cluster"
     );
-    futures::future::join_all(controllers).await;
-    let _ = shutdown.wait_for(|p| *p != Phase::Running).await;
-    ctx.modules.stop_all(config.stop_timeout).await;
+    if config.placement.lease_namespace.is_none() {
+        tracing::info!("no Lease namespace: this host runs as the sole replica");
+    }
+    let mut shutdown = stop.subscribe();
+    let draining = async {
+        let _ = shutdown.wait_for(|p| *p != Phase::Running).await;
+        placement.start_draining().await;
+    };
+    futures::future::join(futures::future::join_all(controllers), draining).await;
+    handoff::hand_over(&ctx, &stores).await;
+    fence.abort();
+    placement.finish();
+    if let Some(tasks) = placement_tasks {
+        let wait = placement.config().renew_period * 2;
+        let _ = tokio::time::timeout(wait, tasks.lease).await;
+        tasks.members.abort();
+    }
     Ok(())
 }

@@ -12,6 +12,7 @@ use kube::runtime::finalizer::{self, finalizer};
 use kube::{Resource as _, ResourceExt as _};
 use oci_client::secrets::RegistryAuth;
 
+use super::claims::{self, Gate};
 use super::modules::Key;
 use super::{Context, FINALIZER, status};
 use crate::fleet::oci::pull_secret::{DOCKER_CONFIG_JSON_KEY, credentials_for};
@@ -51,6 +52,11 @@ pub(crate) async fn reconcile(
 ) -> Result<Action, Error> {
     let namespace = obj.namespace().unwrap_or_default();
     let api: Api<WasmController> = Api::namespaced(ctx.client.clone(), &namespace);
+    if obj.meta().deletion_timestamp.is_some() && claims::held_elsewhere(&obj, &ctx).await {
+        // Its holder stops the module and removes the finalizer; if the holder dies first,
+        // its claim lapses and this replica cleans up.
+        return Ok(Action::requeue(ctx.placement.config().lease_duration));
+    }
     finalizer(&api, FINALIZER, obj, |event| async {
         match event {
             finalizer::Event::Apply(obj) => apply(obj, ctx.clone()).await,
@@ -74,7 +80,14 @@ fn key_of(obj: &WasmController) -> Key {
     (obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
-async fn event(ctx: &Context, obj: &WasmController, type_: EventType, reason: &str, note: String) {
+/// Records an Event on `obj` (a failure to record is logged, not returned).
+pub(crate) async fn event(
+    ctx: &Context,
+    obj: &WasmController,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
     let event = Event {
         type_,
         reason: reason.into(),
@@ -88,25 +101,21 @@ async fn event(ctx: &Context, obj: &WasmController, type_: EventType, reason: &s
 }
 
 async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let (epoch, claimed) = match claims::settle(&obj, &ctx).await? {
+        Gate::Run { epoch, claimed } => (epoch, claimed),
+        Gate::Done(action) => return Ok(action),
+    };
     let key = key_of(&obj);
     let generation = obj.meta().generation;
     let api: Api<WasmController> = Api::namespaced(ctx.client.clone(), &key.0);
-    let mut writer = status::StatusWriter::new(api, &key.1, obj.status.clone());
-    let host = ctx.config.host_name.clone();
+    let last = claimed.or_else(|| obj.status.clone());
+    let mut writer = status::StatusWriter::new(api, &key.1, last);
     let not_running = |writer: &status::StatusWriter,
                        phase,
                        message: &str,
                        pulled: bool,
                        digest: Option<&str>| {
-        status::not_running(
-            phase,
-            message,
-            pulled,
-            digest,
-            generation,
-            &host,
-            writer.last(),
-        )
+        status::not_running(phase, message, pulled, digest, generation, writer.last())
     };
     let validated = match obj.spec.validate(&key.0) {
         Ok(validated) => validated,
@@ -211,20 +220,31 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
             return Ok(Action::await_change());
         }
     };
-    let state = ctx.modules.start(
-        key.clone(),
-        generation,
-        digest.to_string(),
-        &ctx.host,
-        module,
-    );
+    let started = ctx.placement.is_fresh().then(|| {
+        ctx.modules.start(
+            key.clone(),
+            generation,
+            digest.to_string(),
+            &ctx.host,
+            module,
+            epoch,
+        )
+    });
+    let Some(Some(state)) = started else {
+        // This replica lost its Lease since the claim: the claim is taken again once it is
+        // back.
+        return Ok(Action::requeue(ctx.placement.config().renew_period));
+    };
     collect_garbage(&ctx);
     event(
         &ctx,
         &obj,
         EventType::Normal,
         "Started",
-        format!("started module `{name}` ({digest})"),
+        format!(
+            "started module `{name}` ({digest}) on replica {}",
+            ctx.placement.replica()
+        ),
     )
     .await;
     tokio::spawn(report(
@@ -267,7 +287,6 @@ async fn report(
             &name,
             &digest,
             generation,
-            &ctx.config.host_name,
             writer.last(),
         );
         // A module the operator stopped itself (replaced, deleted) gets its Event there.

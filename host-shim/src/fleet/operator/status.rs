@@ -1,6 +1,8 @@
 //! A WasmController's status: built from where its module is (the supervisor's run state, the
 //! host's metrics for suspend and memory) and written with a merge patch of the status
-//! subresource when it changes.
+//! subresource when it changes. The claim (`host`, `hostSince`) is not part of it: only
+//! [`claim`](crate::fleet::placement::claim) writes that, by compare-and-swap, and these
+//! patches leave it as it is.
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -27,7 +29,6 @@ pub(crate) fn of_running(
     module: &str,
     digest: &str,
     generation: Option<i64>,
-    host: &str,
     previous: Option<&WasmControllerStatus>,
 ) -> WasmControllerStatus {
     let phase = phase_of(run, metrics.module_state(module));
@@ -44,7 +45,8 @@ pub(crate) fn of_running(
         restarts: run.restarts,
         message: (!message.is_empty()).then(|| message.clone()),
         memory_bytes: metrics.module_memory(module),
-        host: Some(host.to_owned()),
+        host: None,
+        host_since: None,
         observed_generation: generation,
         conditions: Vec::new(),
     };
@@ -62,7 +64,6 @@ pub(crate) fn not_running(
     pulled: bool,
     digest: Option<&str>,
     generation: Option<i64>,
-    host: &str,
     previous: Option<&WasmControllerStatus>,
 ) -> WasmControllerStatus {
     WasmControllerStatus {
@@ -71,7 +72,8 @@ pub(crate) fn not_running(
         restarts: 0,
         message: (!message.is_empty()).then(|| message.to_owned()),
         memory_bytes: None,
-        host: Some(host.to_owned()),
+        host: None,
+        host_since: None,
         observed_generation: generation,
         conditions: vec![
             condition(
@@ -174,9 +176,12 @@ impl StatusWriter {
     }
 }
 
+/// Whether two statuses differ in nothing a write would change (memory and the claim aside).
 fn same_but_memory(a: &WasmControllerStatus, b: &WasmControllerStatus) -> bool {
     let mut a = a.clone();
     a.memory_bytes = b.memory_bytes;
+    a.host.clone_from(&b.host);
+    a.host_since.clone_from(&b.host_since);
     &a == b
 }
 
@@ -212,18 +217,10 @@ mod tests {
 
     #[test]
     fn transition_times_stay_while_a_condition_holds() {
-        let first = not_running(Phase::Pending, "", false, None, Some(1), "h", None);
+        let first = not_running(Phase::Pending, "", false, None, Some(1), None);
         let mut earlier = first.clone();
         earlier.conditions[1].last_transition_time = "2020-01-01T00:00:00Z".into();
-        let again = not_running(
-            Phase::Pulling,
-            "",
-            false,
-            None,
-            Some(1),
-            "h",
-            Some(&earlier),
-        );
+        let again = not_running(Phase::Pulling, "", false, None, Some(1), Some(&earlier));
         assert_eq!(
             again.conditions[1].last_transition_time,
             "2020-01-01T00:00:00Z"
@@ -235,7 +232,6 @@ mod tests {
             "m",
             "sha256:x",
             Some(1),
-            "h",
             Some(&earlier),
         );
         assert_ne!(
