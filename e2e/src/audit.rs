@@ -195,6 +195,10 @@ pub struct AuditedRequest {
     /// `impersonatedUser.username`: who the request acted as, if impersonated (known from
     /// the ResponseStarted/ResponseComplete stages on).
     pub impersonated_user: Option<String>,
+    /// `userAgent` (empty if the client sent none).
+    pub user_agent: String,
+    /// `requestReceivedTimestamp` (RFC 3339, microseconds).
+    pub received: String,
 }
 
 /// The requests on `resource` in `namespace` that the audit log (`KUBE_WASM_AUDIT_LOG`)
@@ -230,6 +234,8 @@ pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> 
                 .iter()
                 .find_map(|s| s["impersonatedUser"]["username"].as_str())
                 .map(str::to_string),
+            user_agent: text(&stages[0]["userAgent"]),
+            received: text(&stages[0]["requestReceivedTimestamp"]),
         })
         .collect()
 }

@@ -4,7 +4,8 @@
 //! line by line, and in modules the apiserver's audit log ([`audit`]), host manifests
 //! ([`manifest`]), the host's metrics ([`metrics`]), object builders ([`objects`]) and
 //! comparable cluster state ([`state`]), the test OCI registry ([`registry`]) and
-//! WasmController resources ([`wasm_controllers`]).
+//! WasmController resources ([`wasm_controllers`]) and the host replicas that share them
+//! ([`replicas`]).
 //!
 //! Every test needs these variables, which `scripts/test.sh` sets; a test run without them
 //! fails with a message naming the missing one:
@@ -22,6 +23,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod objects;
 pub mod registry;
+pub mod replicas;
 pub mod side_by_side;
 pub mod state;
 pub mod wasm_controllers;

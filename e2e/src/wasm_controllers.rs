@@ -65,3 +65,11 @@ pub fn resource(name: &str, image: &str) -> DynamicObject {
     object.data = serde_json::json!({ "spec": { "image": image } });
     object
 }
+
+/// A WasmController `name` running the module file `path` of the host's `--local-modules`
+/// folder.
+pub fn local_resource(name: &str, path: &str) -> DynamicObject {
+    let mut object = DynamicObject::new(name, &api_resource());
+    object.data = serde_json::json!({ "spec": { "path": path } });
+    object
+}

@@ -66,3 +66,32 @@ fn manifests_quote_values_and_list_env_last() {
          \"v\"\n"
     );
 }
+
+fn replica_line(event: &str, module: &str, replica: &str, at: u128) -> String {
+    format!(
+        "2026-11-25T10:00:00Z  INFO host_shim::fleet::operator::modules: module {event} on \
+         this replica module={module} replica={replica} at_unix_us={at}"
+    )
+}
+
+#[test]
+fn replica_intervals_pair_starts_with_stops_and_overlaps_are_found() {
+    use kube_wasm_e2e::replicas::{intervals, overlaps};
+    let a = intervals(&[
+        replica_line("started", "ns.m", "a", 10),
+        replica_line("stopped", "ns.m", "a", 20),
+        replica_line("started", "ns.n", "a", 5),
+    ]);
+    let b = intervals(&[
+        replica_line("started", "ns.m", "b", 21),
+        replica_line("started", "ns.n", "b", 7),
+    ]);
+    let mut all = a.clone();
+    for (module, runs) in b {
+        all.entry(module).or_default().extend(runs);
+    }
+    assert_eq!(all["ns.m"][0].stop_us, Some(20));
+    let found = overlaps(&all, 100);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("ns.n"), "{found:?}");
+}

@@ -154,11 +154,11 @@ pub struct RunArgs {
     pub lease_duration: Option<std::time::Duration>,
 
     /// How long a replica may go without renewing its Lease before it stops its modules
-    /// (default 7s; shorter than the lease duration).
+    /// (default 8s; shorter than the lease duration).
     #[arg(long, value_name = "DURATION", value_parser = parse_idle_after, requires = "lease_namespace")]
     pub renew_deadline: Option<std::time::Duration>,
 
-    /// How often a replica renews its Lease (default 2s; shorter than the renew deadline).
+    /// How often a replica renews its Lease (default 1s; shorter than the renew deadline).
     #[arg(long, value_name = "DURATION", value_parser = parse_idle_after, requires = "lease_namespace")]
     pub renew_period: Option<std::time::Duration>,
 

@@ -100,6 +100,9 @@ pub(crate) struct HostInner {
     /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
     /// distinct wasm, shared by every module using it.
     compiled: Mutex<HashMap<[u8; 32], LoadedModule>>,
+    /// Held while a module is compiled or read from the cache: one at a time (a compile
+    /// already uses every core), so that N WasmControllers of one image compile it once.
+    loading: Mutex<()>,
     /// This host's folder of snapshots, made on the first suspend.
     snapshots: LazySnapshotDir,
     _ticker: EpochTicker,
@@ -168,6 +171,7 @@ impl Host {
                 watch_cache,
                 cache,
                 compiled: Mutex::new(HashMap::new()),
+                loading: Mutex::new(()),
                 snapshots,
                 _ticker: ticker,
             }),
@@ -247,6 +251,13 @@ impl Host {
             return Ok(known.named(name, ModuleOptions::default()));
         }
         let inner = &self.inner;
+        let _loading = inner
+            .loading
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(known) = self.compiled().get(&digest) {
+            return Ok(known.named(name, ModuleOptions::default()));
+        }
         let prepared = suspend::prepare(bytes);
         let (module, source) = match &inner.cache {
             Some(cache) => cache.load_or_compile(&inner.engine, &prepared.wasm),

@@ -19,8 +19,8 @@ use kube::api::{Api, DeleteParams, ObjectMeta, PostParams, Preconditions};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
-use super::PlacementConfig;
 use super::members::{DRAINING_ANNOTATION, MEMBER_LABEL, lease_name};
+use super::{PlacementConfig, RETRY_AFTER_FAILURE};
 use crate::metrics::ReplicaMetrics;
 
 /// Until when this replica may act (`None`: it holds no current Lease).
@@ -108,6 +108,10 @@ impl OwnLease {
                 self.renew(held.take(), &mut foreign),
             )
             .await;
+            let mut next = self.config.renew_period;
+            if !matches!(attempt, Ok(Ok(_))) {
+                next = next.min(RETRY_AFTER_FAILURE);
+            }
             match attempt {
                 Ok(Ok(Renewed::Held(lease))) => {
                     let lease = *lease;
@@ -127,7 +131,7 @@ impl OwnLease {
                 Err(_) => self.metrics.count_renew_failure(),
             }
             tokio::select! {
-                () = tokio::time::sleep(self.config.renew_period) => {}
+                () = tokio::time::sleep(next) => {}
                 () = self.wake.notified() => {}
             }
         }

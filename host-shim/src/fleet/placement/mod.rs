@@ -36,6 +36,9 @@ use crate::metrics::ReplicaMetrics;
 use lease::{Freshness, OwnLease};
 use members::{Holder, Members};
 
+/// The longest wait before a failed renew is tried again.
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(500);
+
 /// How placement runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacementConfig {
@@ -47,22 +50,25 @@ pub struct PlacementConfig {
     /// 10 s). A crashed replica's modules restart elsewhere after about this long.
     pub lease_duration: Duration,
     /// How long a replica may go without a successful renew before it stops its modules
-    /// (default 7 s); shorter than the duration.
+    /// (default 8 s); shorter than the duration.
     pub renew_deadline: Duration,
-    /// How often the Lease is renewed (default 2 s); shorter than the renew deadline.
+    /// How often the Lease is renewed (default 1 s); shorter than the renew deadline. A
+    /// failed renew is tried again after at most [`RETRY_AFTER_FAILURE`].
     pub renew_period: Duration,
 }
 
 impl PlacementConfig {
-    /// The defaults: duration 10 s, renew deadline 7 s, renew period 2 s — client-go's leader
-    /// election proportions (15/10/2 s) scaled to fail over within about 10 s.
+    /// The defaults: duration 10 s, renew deadline 8 s, renew period 1 s. client-go's leader
+    /// election uses 15/10/2 s; a 10 s duration fails over within about 10 s, and a 1 s period
+    /// with quick retries keeps an apiserver restart of about 5 s inside the renew deadline,
+    /// so that it stops nothing.
     pub fn new(replica: String, lease_namespace: Option<String>) -> Self {
         Self {
             replica,
             lease_namespace,
             lease_duration: Duration::from_secs(10),
-            renew_deadline: Duration::from_secs(7),
-            renew_period: Duration::from_secs(2),
+            renew_deadline: Duration::from_secs(8),
+            renew_period: Duration::from_secs(1),
         }
     }
 
@@ -247,9 +253,9 @@ mod tests {
     fn durations_must_nest_and_the_name_must_name_a_lease() {
         let config = PlacementConfig::new("host-a".into(), Some("ns".into()));
         assert_eq!(config.validate(), Ok(()));
-        assert_eq!(config.fence_grace(), Duration::from_millis(1500));
         let mut slow = config.clone();
         slow.renew_deadline = Duration::from_secs(10);
+        assert_eq!(config.fence_grace(), Duration::from_secs(1));
         assert!(slow.validate().is_err());
         let mut fractional = config.clone();
         fractional.lease_duration = Duration::from_millis(10_500);

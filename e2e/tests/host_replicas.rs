@@ -1,0 +1,407 @@
+//! Host replicas share a fleet of WasmControllers through membership Leases, against the real
+//! apiserver. Thirty WasmControllers (configmap-mirror, each in a namespace of its own):
+//! - three replicas each run about ten, and every module mirrors;
+//! - SIGKILL one: its modules run on the others within the Lease duration plus start time,
+//!   and the ConfigMaps created during the failover are mirrored afterwards;
+//! - a fourth replica takes about a quarter of the modules, and nothing else moves;
+//! - SIGTERM it: its modules go back, each starting no later than the stop timeout after it
+//!   stopped there, and its Lease is gone;
+//! - an apiserver restart shorter than the Lease duration moves no module.
+//!
+//! Throughout, no two replicas' intervals of one module overlap (from the start and stop
+//! lines each replica logs), and every write of a module reached the apiserver with the
+//! User-Agent of a replica that was running that module at that moment (the audit log).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube_wasm_e2e::audit::audited_requests;
+use kube_wasm_e2e::objects::mirrored;
+use kube_wasm_e2e::replicas::{Interval, intervals, now_us, overlaps, start_replica};
+use kube_wasm_e2e::wasm_controllers as wc;
+use kube_wasm_e2e::{
+    Program, client, eventually, fresh_namespace, restart_apiserver, scratch_dir, until_answered,
+};
+
+const MODULES: usize = 30;
+const STOP_TIMEOUT_S: u32 = 5;
+/// The replicas' Lease duration (the default).
+const LEASE: Duration = Duration::from_secs(10);
+/// Debug builds on two busy cores: thirty modules start in well under this.
+const PROMPTLY: Duration = Duration::from_secs(180);
+/// The resource's name in every namespace.
+const NAME: &str = "mirror";
+
+struct Fleet {
+    client: kube::Client,
+    lease_namespace: String,
+    namespaces: Vec<String>,
+    cache: PathBuf,
+    running: BTreeMap<String, Program>,
+    /// Replicas that were stopped or killed, with when a killed one died.
+    ended: Vec<(String, Program, Option<u128>)>,
+}
+
+impl Fleet {
+    fn start(&mut self, replica: &str) {
+        let program = start_replica(
+            replica,
+            &self.lease_namespace,
+            &self.namespaces,
+            &self.cache,
+            STOP_TIMEOUT_S,
+        );
+        self.running.insert(replica.to_owned(), program);
+    }
+
+    fn members(&self) -> BTreeSet<String> {
+        self.running.keys().cloned().collect()
+    }
+
+    /// Where every module runs, once all run on current members and nothing moved for 3 s.
+    async fn settled(&self) -> BTreeMap<String, String> {
+        let members = self.members();
+        let deadline = Instant::now() + PROMPTLY;
+        let mut stable: Option<(BTreeMap<String, String>, Instant)> = None;
+        loop {
+            match self.placement().await {
+                Some(current) if current.values().all(|host| members.contains(host)) => {
+                    match &stable {
+                        Some((placed, since)) if *placed == current => {
+                            if since.elapsed() >= Duration::from_secs(3) {
+                                return current;
+                            }
+                        }
+                        _ => stable = Some((current, Instant::now())),
+                    }
+                }
+                _ => stable = None,
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no settled placement on {members:?} within {PROMPTLY:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// Each namespace's module's replica, if every one is Running and held.
+    async fn placement(&self) -> Option<BTreeMap<String, String>> {
+        let mut placed = BTreeMap::new();
+        for ns in &self.namespaces {
+            let object = wc::api(&self.client, ns).get(NAME).await.ok()?;
+            let status = object.data.get("status")?;
+            if status["phase"] != "Running" {
+                return None;
+            }
+            placed.insert(ns.clone(), status["host"].as_str()?.to_owned());
+        }
+        Some(placed)
+    }
+
+    /// Creates ConfigMap `name` in every namespace and returns how long after `since` each
+    /// one's mirror Secret appeared.
+    async fn mirror_everywhere(&self, name: &str, since: Instant) -> BTreeMap<String, Duration> {
+        for ns in &self.namespaces {
+            let cms: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+            let (params, config_map) = (PostParams::default(), mirrored(name));
+            until_answered(PROMPTLY, "create a ConfigMap", &[409], || {
+                cms.create(&params, &config_map)
+            })
+            .await;
+        }
+        let mut mirrored_after = BTreeMap::new();
+        let deadline = Instant::now() + PROMPTLY;
+        while mirrored_after.len() < self.namespaces.len() {
+            for ns in &self.namespaces {
+                if mirrored_after.contains_key(ns) {
+                    continue;
+                }
+                let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+                if secrets.get_opt(name).await.ok().flatten().is_some() {
+                    mirrored_after.insert(ns.clone(), since.elapsed());
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "ConfigMap {name} not mirrored within {PROMPTLY:?} in {:?}",
+                self.namespaces
+                    .iter()
+                    .filter(|ns| !mirrored_after.contains_key(*ns))
+                    .collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        mirrored_after
+    }
+
+    /// Every replica's intervals of every module; a killed replica's open ones end at its
+    /// death, a running one's at `now`.
+    fn intervals(&self, now: u128) -> BTreeMap<String, Vec<Interval>> {
+        let mut all: BTreeMap<String, Vec<Interval>> = BTreeMap::new();
+        let logs = self
+            .running
+            .values()
+            .map(|p| (p, None))
+            .chain(self.ended.iter().map(|(_, p, killed)| (p, *killed)));
+        for (program, killed_at) in logs {
+            for (module, mut runs) in intervals(&program.stderr.snapshot()) {
+                for run in &mut runs {
+                    run.stop_us = run.stop_us.or(killed_at).or(Some(now));
+                }
+                all.entry(module).or_default().extend(runs);
+            }
+        }
+        all
+    }
+}
+
+fn count_by_replica(placed: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for host in placed.values() {
+        *counts.entry(host.clone()).or_default() += 1;
+    }
+    counts
+}
+
+fn micros(rfc3339: &str) -> Option<u128> {
+    let t: k8s_openapi::jiff::Timestamp = rfc3339.parse().ok()?;
+    u128::try_from(t.as_microsecond()).ok()
+}
+
+#[tokio::test]
+async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twice() {
+    let client = client().await;
+    wc::install_crd();
+    let pid = std::process::id();
+    let dir = scratch_dir().join(format!("replicas-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let lease_namespace = fresh_namespace(&client, "leases").await;
+    let mut namespaces = Vec::new();
+    for i in 0..MODULES {
+        namespaces.push(fresh_namespace(&client, &format!("fleet{i}")).await);
+    }
+    let mut fleet = Fleet {
+        client: client.clone(),
+        lease_namespace: lease_namespace.clone(),
+        namespaces,
+        cache: dir.join("cache"),
+        running: BTreeMap::new(),
+        ended: Vec::new(),
+    };
+
+    // Three replicas, thirty modules.
+    fleet.start("host-a");
+    fleet.running["host-a"]
+        .stderr
+        .wait_for("running the WasmControllers", PROMPTLY)
+        .expect("host-a runs");
+    fleet.start("host-b");
+    fleet.start("host-c");
+    for ns in &fleet.namespaces {
+        wc::api(&client, ns)
+            .create(
+                &PostParams::default(),
+                &wc::local_resource(NAME, "configmap-mirror.wasm"),
+            )
+            .await
+            .expect("created");
+    }
+    let three = fleet.settled().await;
+    let counts = count_by_replica(&three);
+    eprintln!("three replicas: {counts:?}");
+    assert_eq!(counts.len(), 3, "every replica runs modules: {counts:?}");
+    assert!(
+        counts.values().all(|n| (4..=17).contains(n)),
+        "about ten each: {counts:?}"
+    );
+    fleet.mirror_everywhere("before", Instant::now()).await;
+
+    // SIGKILL one: its modules run elsewhere; what changed meanwhile is mirrored.
+    let victims: BTreeSet<String> = three
+        .iter()
+        .filter(|(_, host)| *host == "host-c")
+        .map(|(ns, _)| ns.clone())
+        .collect();
+    let mut killed = fleet.running.remove("host-c").expect("host-c");
+    let killed_at = Instant::now();
+    killed.kill(Duration::from_secs(10)).expect("killed");
+    fleet.ended.push(("host-c".into(), killed, Some(now_us())));
+    let latency = fleet.mirror_everywhere("during-failover", killed_at).await;
+    let mut failover: Vec<Duration> = victims.iter().map(|ns| latency[ns]).collect();
+    failover.sort();
+    let worst = failover.last().copied().unwrap_or_default();
+    eprintln!(
+        "failover (SIGKILL → the next change mirrored elsewhere) of {} modules: median {:?}, \
+         max {worst:?} (Lease {LEASE:?}; goal ≤ 15 s)",
+        failover.len(),
+        failover
+            .get(failover.len() / 2)
+            .copied()
+            .unwrap_or_default()
+    );
+    assert!(
+        worst < LEASE + Duration::from_secs(30),
+        "the failover took {worst:?}"
+    );
+    let two = fleet.settled().await;
+    for (ns, host) in &three {
+        if !victims.contains(ns) {
+            assert_eq!(&two[ns], host, "a module of a surviving replica moved");
+        }
+    }
+
+    // Back to three, then a fourth: it takes about a quarter, nothing else moves.
+    fleet.start("host-e");
+    let three_again = fleet.settled().await;
+    fleet.start("host-d");
+    let four = fleet.settled().await;
+    let moved: Vec<(&String, &String)> = three_again
+        .iter()
+        .filter(|(ns, host)| four[*ns] != **host)
+        .collect();
+    eprintln!(
+        "scale-up 3 → 4: {} of {MODULES} modules moved: {:?}",
+        moved.len(),
+        count_by_replica(&four)
+    );
+    assert!(
+        moved.iter().all(|(ns, _)| four[*ns] == "host-d"),
+        "modules moved only to the new replica"
+    );
+    assert!(
+        (1..=MODULES / 4 + 5).contains(&moved.len()),
+        "about a quarter moved, no more: {}",
+        moved.len()
+    );
+
+    // SIGTERM the fourth: handoff, no gap beyond the stop timeout.
+    let handed: BTreeSet<String> = four
+        .iter()
+        .filter(|(_, host)| *host == "host-d")
+        .map(|(ns, _)| ns.clone())
+        .collect();
+    let mut leaving = fleet.running.remove("host-d").expect("host-d");
+    leaving
+        .terminate(Duration::from_secs(u64::from(STOP_TIMEOUT_S) + 30))
+        .expect("host-d stops");
+    fleet.ended.push(("host-d".into(), leaving, None));
+    let back = fleet.settled().await;
+    let all = fleet.intervals(now_us());
+    let mut gaps = Vec::new();
+    for ns in &handed {
+        let runs = &all[&format!("{ns}.{NAME}")];
+        let stopped = runs
+            .iter()
+            .filter(|r| r.replica == "host-d")
+            .filter_map(|r| r.stop_us)
+            .max()
+            .expect("host-d ran it and stopped it");
+        let next = runs
+            .iter()
+            .filter(|r| r.replica == back[ns] && r.start_us >= stopped)
+            .map(|r| r.start_us)
+            .min()
+            .expect("the next replica started it after");
+        gaps.push(Duration::from_micros(
+            u64::try_from(next - stopped).unwrap_or(u64::MAX),
+        ));
+    }
+    gaps.sort();
+    let widest = gaps.last().copied().unwrap_or_default();
+    eprintln!(
+        "handoff of {} modules: gap from the stop on host-d to the start elsewhere: max {widest:?}",
+        gaps.len()
+    );
+    assert!(
+        widest <= Duration::from_secs(u64::from(STOP_TIMEOUT_S)),
+        "a handoff gap of {widest:?}"
+    );
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &lease_namespace);
+    assert!(
+        leases
+            .get_opt("kube-wasm-host.host-d")
+            .await
+            .expect("read")
+            .is_none(),
+        "host-d deleted its Lease"
+    );
+    fleet
+        .mirror_everywhere("after-handoff", Instant::now())
+        .await;
+
+    // An apiserver restart shorter than the Lease duration moves nothing.
+    let restarted_at = Instant::now();
+    restart_apiserver().expect("apiserver restarted");
+    eprintln!("the apiserver was away {:?}", restarted_at.elapsed());
+    tokio::time::sleep(LEASE + Duration::from_secs(2)).await;
+    let after_restart = fleet.settled().await;
+    assert_eq!(after_restart, back, "the apiserver restart moved modules");
+    fleet
+        .mirror_everywhere("after-restart", Instant::now())
+        .await;
+
+    // Never twice: intervals, and the writes in the audit log.
+    let now = now_us();
+    let all = fleet.intervals(now);
+    let found = overlaps(&all, now);
+    assert!(
+        found.is_empty(),
+        "a module ran on two replicas at once: {found:#?}"
+    );
+    let slack_us = 1_000_000;
+    let mut writes = 0;
+    for ns in &fleet.namespaces {
+        let runs = &all[&format!("{ns}.{NAME}")];
+        for request in audited_requests("secrets", ns) {
+            if !["create", "update", "patch", "delete"].contains(&request.verb.as_str()) {
+                continue;
+            }
+            if request.user_agent.contains("kube-wasm-e2e") || request.user.is_empty() {
+                continue;
+            }
+            writes += 1;
+            let replica = request
+                .user_agent
+                .split("(replica ")
+                .nth(1)
+                .and_then(|rest| rest.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("a write without a replica's User-Agent: {request:?}"));
+            let at = micros(&request.received).expect("a received timestamp");
+            assert!(
+                runs.iter().any(|r| r.replica == replica
+                    && r.start_us <= at
+                    && at <= r.stop_us.unwrap_or(now) + slack_us),
+                "{ns}: a write by {replica} at {at} outside its runs {runs:?}"
+            );
+        }
+    }
+    eprintln!("{writes} module writes, each by the replica running the module then");
+    assert!(writes >= MODULES * 5, "the modules wrote: {writes}");
+
+    // Clean up: deleted resources are stopped by their holders, who remove the finalizers.
+    for ns in &fleet.namespaces {
+        let _ = wc::api(&client, ns)
+            .delete(NAME, &DeleteParams::default())
+            .await;
+    }
+    for ns in &fleet.namespaces {
+        let api = wc::api(&client, ns);
+        eventually(PROMPTLY, "the resource to go", || async {
+            api.get_opt(NAME)
+                .await
+                .ok()
+                .flatten()
+                .is_none()
+                .then_some(())
+        })
+        .await;
+    }
+    for (_, mut program) in std::mem::take(&mut fleet.running) {
+        let _ = program.terminate(Duration::from_secs(30));
+    }
+}
