@@ -22,13 +22,15 @@ pub struct Interval {
 
 /// Starts replica `name` of a fleet whose membership Leases live in `lease_namespace`,
 /// running the WasmControllers of `namespaces` with modules read from `KUBE_WASM_MODULES`
-/// (`spec.path`), stop timeout `stop_timeout_s` seconds, precompiled modules in `cache`.
+/// (`spec.path`), stop timeout `stop_timeout_s` seconds, precompiled modules in `cache`,
+/// reaching the cluster through `kubeconfig`.
 pub fn start_replica(
     name: &str,
     lease_namespace: &str,
     namespaces: &[String],
     cache: &Path,
     stop_timeout_s: u32,
+    kubeconfig: &Path,
 ) -> Program {
     let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
     command
@@ -40,7 +42,7 @@ pub fn start_replica(
         .arg("--cache-dir")
         .arg(cache)
         .arg("--kubeconfig")
-        .arg(env_path("KUBECONFIG"));
+        .arg(kubeconfig);
     for ns in namespaces {
         command.args(["--namespace", ns]);
     }

@@ -6,7 +6,10 @@
 //! - a fourth replica takes about a quarter of the modules, and nothing else moves;
 //! - SIGTERM it: its modules go back, each starting no later than the stop timeout after it
 //!   stopped there, and its Lease is gone;
-//! - an apiserver restart shorter than the Lease duration moves no module.
+//! - an apiserver restart shorter than the Lease duration moves no module;
+//! - a replica cut off from the apiserver (its TCP connections through a proxy cut) stops its
+//!   modules before its Lease can expire; the others take them over after it expired; once
+//!   reconnected it gets its share back.
 //!
 //! Throughout, no two replicas' intervals of one module overlap (from the start and stop
 //! lines each replica logs), and every write of a module reached the apiserver with the
@@ -24,8 +27,105 @@ use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::replicas::{Interval, intervals, now_us, overlaps, start_replica};
 use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{
-    Program, client, eventually, fresh_namespace, restart_apiserver, scratch_dir, until_answered,
+    Program, client, env_path, eventually, fresh_namespace, restart_apiserver, scratch_dir,
+    until_answered,
 };
+
+/// A TCP proxy in front of the apiserver whose connections can be cut (and new ones refused)
+/// and restored: a network partition of one replica.
+struct Partition {
+    address: std::net::SocketAddr,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Partition {
+    /// Starts the proxy on a thread and runtime of its own, so that the test's blocking
+    /// waits never stall the replica's traffic.
+    fn to(upstream: std::net::SocketAddr) -> Self {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let partition = Self {
+            address: listener.local_addr().expect("address"),
+            open: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            connections: std::sync::Arc::default(),
+        };
+        let (open, connections) = (partition.open.clone(), partition.connections.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    if !open.load(Ordering::SeqCst) {
+                        continue; // dropped: the connection is closed at once
+                    }
+                    let task = tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                    connections
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(task.abort_handle());
+                }
+            });
+        });
+        partition
+    }
+
+    fn cut(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        for connection in self
+            .connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            connection.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A copy of the test kubeconfig whose server is this proxy.
+    fn kubeconfig(&self, dir: &std::path::Path) -> PathBuf {
+        let mut config = kube::config::Kubeconfig::read_from(kube_wasm_e2e::env_path("KUBECONFIG"))
+            .expect("the test kubeconfig");
+        for named in &mut config.clusters {
+            if let Some(cluster) = named.cluster.as_mut() {
+                cluster.server = Some(format!("https://{}", self.address));
+            }
+        }
+        let path = dir.join("kubeconfig-partitioned");
+        // JSON is YAML.
+        std::fs::write(&path, serde_json::to_string(&config).expect("json")).expect("write");
+        path
+    }
+}
+
+/// The apiserver's address, from the test kubeconfig.
+fn apiserver_address() -> std::net::SocketAddr {
+    let config = kube::config::Kubeconfig::read_from(kube_wasm_e2e::env_path("KUBECONFIG"))
+        .expect("the test kubeconfig");
+    let server = config
+        .clusters
+        .iter()
+        .find_map(|c| c.cluster.as_ref()?.server.clone())
+        .expect("a server");
+    let authority = server
+        .trim_start_matches("https://")
+        .trim_end_matches('/')
+        .to_owned();
+    authority.parse().expect("an IP:port server")
+}
 
 const MODULES: usize = 30;
 const STOP_TIMEOUT_S: u32 = 5;
@@ -48,12 +148,17 @@ struct Fleet {
 
 impl Fleet {
     fn start(&mut self, replica: &str) {
+        self.start_with(replica, &env_path("KUBECONFIG"));
+    }
+
+    fn start_with(&mut self, replica: &str, kubeconfig: &std::path::Path) {
         let program = start_replica(
             replica,
             &self.lease_namespace,
             &self.namespaces,
             &self.cache,
             STOP_TIMEOUT_S,
+            kubeconfig,
         );
         self.running.insert(replica.to_owned(), program);
     }
@@ -64,7 +169,11 @@ impl Fleet {
 
     /// Where every module runs, once all run on current members and nothing moved for 3 s.
     async fn settled(&self) -> BTreeMap<String, String> {
-        let members = self.members();
+        self.settled_on(self.members()).await
+    }
+
+    /// Where every module runs, once all run on `members` and nothing moved for 3 s.
+    async fn settled_on(&self, members: BTreeSet<String>) -> BTreeMap<String, String> {
         let deadline = Instant::now() + PROMPTLY;
         let mut stable: Option<(BTreeMap<String, String>, Instant)> = None;
         loop {
@@ -255,8 +364,10 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
         }
     }
 
-    // Back to three, then a fourth: it takes about a quarter, nothing else moves.
-    fleet.start("host-e");
+    // Back to three, then a fourth: it takes about a quarter, nothing else moves. host-e
+    // reaches the apiserver through a proxy, to be cut off later.
+    let partition = Partition::to(apiserver_address());
+    fleet.start_with("host-e", &partition.kubeconfig(&dir));
     let three_again = fleet.settled().await;
     fleet.start("host-d");
     let four = fleet.settled().await;
@@ -345,6 +456,44 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
         .mirror_everywhere("after-restart", Instant::now())
         .await;
 
+    // Partition host-e: it stops its modules before its Lease can expire, the others take
+    // them over once it has; reconnected, it gets its share back.
+    let isolated = back.values().filter(|host| *host == "host-e").count();
+    let cut_at = now_us();
+    partition.cut();
+    fleet.running["host-e"]
+        .stderr
+        .wait_for(
+            "could not renew its Lease in time",
+            LEASE + Duration::from_secs(10),
+        )
+        .expect("host-e fenced itself");
+    let others: BTreeSet<String> = ["host-a", "host-b"].map(String::from).into();
+    let during = fleet.settled_on(others).await;
+    fleet
+        .mirror_everywhere("during-partition", Instant::now())
+        .await;
+    let fenced = fleet.intervals(now_us());
+    let last_stop = fenced
+        .values()
+        .flatten()
+        .filter(|r| r.replica == "host-e")
+        .filter_map(|r| r.stop_us)
+        .max()
+        .unwrap_or_default();
+    eprintln!(
+        "partition: host-e stopped its {isolated} modules {:?} after the cut (renew deadline 8 s)",
+        Duration::from_micros(u64::try_from(last_stop.saturating_sub(cut_at)).unwrap_or(0))
+    );
+    assert!(
+        last_stop < cut_at + 10_000_000,
+        "host-e stopped its modules before its Lease could expire"
+    );
+    assert_eq!(count_by_replica(&during).get("host-e"), None);
+    partition.restore();
+    let healed = fleet.settled().await;
+    assert_eq!(healed, back, "host-e got its share back");
+
     // Never twice: intervals, and the writes in the audit log.
     let now = now_us();
     let all = fleet.intervals(now);
@@ -372,6 +521,9 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
                 .and_then(|rest| rest.strip_suffix(')'))
                 .unwrap_or_else(|| panic!("a write without a replica's User-Agent: {request:?}"));
             let at = micros(&request.received).expect("a received timestamp");
+            if at > now {
+                continue; // after the intervals were read
+            }
             assert!(
                 runs.iter().any(|r| r.replica == replica
                     && r.start_us <= at
