@@ -75,6 +75,30 @@ where
     dry_run(Api::<K>::all(client.clone()), doc).await;
 }
 
+/// A `policy/v1` PodDisruptionBudget, dry-run as such where the apiserver serves
+/// `policy/v1` (1.21 on), else as `policy/v1beta1`, whose fields it uses are the same.
+async fn dry_run_disruption_budget(client: &kube::Client, doc: &Value) {
+    assert_eq!(doc["apiVersion"], "policy/v1");
+    let served = client
+        .list_api_group_resources("policy/v1")
+        .await
+        .is_ok_and(|list| {
+            list.resources
+                .iter()
+                .any(|r| r.kind == "PodDisruptionBudget")
+        });
+    let version = if served { "v1" } else { "v1beta1" };
+    let resource = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+        "policy",
+        version,
+        "PodDisruptionBudget",
+    ));
+    let mut doc = doc.clone();
+    doc["apiVersion"] = Value::from(format!("policy/{version}"));
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), namespace_of(&doc), &resource);
+    dry_run::<DynamicObject>(api, &doc).await;
+}
+
 #[tokio::test]
 async fn every_deploy_document_passes_a_server_side_dry_run() {
     let client = client().await;
@@ -104,6 +128,7 @@ async fn every_deploy_document_passes_a_server_side_dry_run() {
             "RoleBinding" => dry_run_namespaced::<RoleBinding>(&client, doc).await,
             "ClusterRole" => dry_run_cluster::<ClusterRole>(&client, doc).await,
             "ClusterRoleBinding" => dry_run_cluster::<ClusterRoleBinding>(&client, doc).await,
+            "PodDisruptionBudget" => dry_run_disruption_budget(&client, doc).await,
             other => panic!("no dry run for kind {other}"),
         }
         kinds.push(kind);
@@ -117,6 +142,7 @@ async fn every_deploy_document_passes_a_server_side_dry_run() {
         "Role",
         "RoleBinding",
         "WasmController",
+        "PodDisruptionBudget",
     ] {
         assert!(
             kinds.iter().any(|k| k == want),
