@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::Parser;
 
 use kube_wasm_bench::fleet::{self, Setup, Variant};
+use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
 use kube_wasm_bench::workloads::{Bench, Params, require_file};
 use kube_wasm_bench::{cluster, statics, stats};
@@ -91,6 +92,11 @@ struct Cli {
     /// Skip the resume curve (it runs only with the wasm-suspend variant).
     #[arg(long)]
     no_resume_curve: bool,
+    /// WasmControllers of the replicas workload (three, then four host replicas sharing them
+    /// through Leases: failover, handoff, modules moved); 0 skips it. Needs the
+    /// configmap-mirror module among `--example-wasm`.
+    #[arg(long, default_value_t = 30)]
+    replicas_modules: usize,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
     /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each (replacing those
     /// options).
@@ -285,6 +291,35 @@ async fn main() -> anyhow::Result<()> {
             .await?;
     }
 
+    let mirror_wasm = cli
+        .example_wasm
+        .iter()
+        .find(|p| p.file_stem().is_some_and(|s| s == "configmap-mirror"));
+    let (replicas, replicas_skipped) = match (cli.replicas_modules, mirror_wasm) {
+        (0, _) => (None, Some("--replicas-modules 0".to_owned())),
+        (_, None) => (
+            None,
+            Some("no configmap-mirror.wasm among --example-wasm".to_owned()),
+        ),
+        (modules, Some(mirror_wasm)) => {
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            eprintln!("bench: replicas ({modules} WasmControllers, namespaces {tag}-*)");
+            let setup = ReplicasSetup {
+                host_shim: std::path::absolute(&cli.host_shim)?,
+                mirror_wasm: std::path::absolute(mirror_wasm)?,
+                kubeconfig: std::path::absolute(&cli.kubeconfig)?,
+                modules,
+                stop_timeout_s: 5,
+                dir: out.join("replicas"),
+            };
+            let run = replicas::measure(&bench.client, &setup, &tag)
+                .await
+                .context("the replicas workload")?;
+            (Some(run), None)
+        }
+    };
+
     let report = Report::new(Measured {
         context,
         variants,
@@ -294,6 +329,8 @@ async fn main() -> anyhow::Result<()> {
         churn,
         resume,
         statics: Some(statics),
+        replicas,
+        replicas_skipped,
     });
     for file in report.write(&out)? {
         eprintln!("bench: wrote {}", file.display());

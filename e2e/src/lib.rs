@@ -133,11 +133,14 @@ pub fn scratch_dir() -> PathBuf {
 pub struct Lines(Arc<Mutex<Vec<String>>>);
 
 impl Lines {
-    fn collect(&self, stream: impl std::io::Read + Send + 'static, echo: String) {
+    /// Collects `stream`'s lines, echoing each to stderr after the prefix `echo` if given.
+    fn collect(&self, stream: impl std::io::Read + Send + 'static, echo: Option<String>) {
         let lines = self.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                eprintln!("{echo}{line}");
+                if let Some(echo) = &echo {
+                    eprintln!("{echo}{line}");
+                }
                 lines.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
             }
         });
@@ -210,7 +213,17 @@ impl Program {
     }
 
     /// Starts `command` with its output collected; `name` prefixes the echoed lines.
-    pub fn spawn(mut command: Command, name: &str) -> Program {
+    pub fn spawn(command: Command, name: &str) -> Program {
+        Program::spawn_with(command, name, true)
+    }
+
+    /// Starts `command` with its output collected but not echoed (the benchmark's many
+    /// processes).
+    pub fn spawn_quietly(command: Command, name: &str) -> Program {
+        Program::spawn_with(command, name, false)
+    }
+
+    fn spawn_with(mut command: Command, name: &str, echo: bool) -> Program {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -219,10 +232,10 @@ impl Program {
             .unwrap_or_else(|e| panic!("{name} starts: {e}"));
         let (stdout, stderr) = (Lines::default(), Lines::default());
         if let Some(out) = child.stdout.take() {
-            stdout.collect(out, format!("{name} stdout: "));
+            stdout.collect(out, echo.then(|| format!("{name} stdout: ")));
         }
         if let Some(err) = child.stderr.take() {
-            stderr.collect(err, format!("{name} stderr: "));
+            stderr.collect(err, echo.then(|| format!("{name} stderr: ")));
         }
         Program {
             child,

@@ -3,11 +3,12 @@
 //! module, read from the lines it logs (`module started on this replica` / `module stopped on
 //! this replica`, each with `module=`, `replica=` and `at_unix_us=`).
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
-use crate::{Program, env_path};
+use crate::{Program, env_path, wasm_controllers as wc};
 
 /// One replica's run of one module, in wall-clock microseconds since the Unix epoch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,33 +21,127 @@ pub struct Interval {
     pub stop_us: Option<u128>,
 }
 
-/// Starts replica `name` of a fleet whose membership Leases live in `lease_namespace`,
-/// running the WasmControllers of `namespaces` with modules read from `KUBE_WASM_MODULES`
-/// (`spec.path`), stop timeout `stop_timeout_s` seconds, precompiled modules in `cache`,
-/// reaching the cluster through `kubeconfig`.
-pub fn start_replica(
-    name: &str,
-    lease_namespace: &str,
-    namespaces: &[String],
-    cache: &Path,
-    stop_timeout_s: u32,
-    kubeconfig: &Path,
-) -> Program {
-    let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
-    command
-        .args(["run", "--controllers", "--shared-watches", "false"])
-        .args(["--host-name", name, "--lease-namespace", lease_namespace])
-        .args(["--stop-timeout", &stop_timeout_s.to_string()])
-        .arg("--local-modules")
-        .arg(env_path("KUBE_WASM_MODULES"))
-        .arg("--cache-dir")
-        .arg(cache)
-        .arg("--kubeconfig")
-        .arg(kubeconfig);
-    for ns in namespaces {
-        command.args(["--namespace", ns]);
+/// How to start the replicas of one fleet: `host-shim run --controllers` with its membership
+/// Leases in `lease_namespace`, running the WasmControllers of `namespaces` whose modules are
+/// files of `modules` (`spec.path`).
+#[derive(Debug, Clone)]
+pub struct ReplicaLaunch {
+    /// The host-shim binary.
+    pub host_shim: PathBuf,
+    /// The `--local-modules` folder.
+    pub modules: PathBuf,
+    /// How the replicas reach the cluster.
+    pub kubeconfig: PathBuf,
+    /// Where their Leases live.
+    pub lease_namespace: String,
+    /// The namespaces whose WasmControllers they run.
+    pub namespaces: Vec<String>,
+    /// Their shared cache of precompiled modules.
+    pub cache: PathBuf,
+    /// `--stop-timeout`, in seconds.
+    pub stop_timeout_s: u32,
+}
+
+impl ReplicaLaunch {
+    /// A launch with the test command's host shim, modules and kubeconfig
+    /// (`KUBE_WASM_HOST_SHIM`, `KUBE_WASM_MODULES`, `KUBECONFIG`).
+    pub fn from_env(
+        lease_namespace: &str,
+        namespaces: &[String],
+        cache: &Path,
+        stop_timeout_s: u32,
+    ) -> Self {
+        Self {
+            host_shim: env_path("KUBE_WASM_HOST_SHIM"),
+            modules: env_path("KUBE_WASM_MODULES"),
+            kubeconfig: env_path("KUBECONFIG"),
+            lease_namespace: lease_namespace.to_owned(),
+            namespaces: namespaces.to_vec(),
+            cache: cache.to_owned(),
+            stop_timeout_s,
+        }
     }
-    Program::spawn(command, name)
+
+    /// The command that starts replica `name`.
+    pub fn command(&self, name: &str) -> Command {
+        let mut command = Command::new(&self.host_shim);
+        command
+            .args(["run", "--controllers", "--shared-watches", "false"])
+            .args([
+                "--host-name",
+                name,
+                "--lease-namespace",
+                &self.lease_namespace,
+            ])
+            .args(["--stop-timeout", &self.stop_timeout_s.to_string()])
+            .arg("--local-modules")
+            .arg(&self.modules)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig);
+        for ns in &self.namespaces {
+            command.args(["--namespace", ns]);
+        }
+        command
+    }
+
+    /// Starts replica `name`, its output echoed.
+    pub fn start(&self, name: &str) -> Program {
+        Program::spawn(self.command(name), name)
+    }
+}
+
+/// Which replica holds the WasmController `name` of each of `namespaces` (`status.host`), if
+/// every one is Running and held.
+pub async fn placement(
+    client: &kube::Client,
+    namespaces: &[String],
+    name: &str,
+) -> Option<BTreeMap<String, String>> {
+    let mut placed = BTreeMap::new();
+    for ns in namespaces {
+        let object = wc::api(client, ns).get(name).await.ok()?;
+        let status = object.data.get("status")?;
+        if status["phase"] != "Running" {
+            return None;
+        }
+        placed.insert(ns.clone(), status["host"].as_str()?.to_owned());
+    }
+    Some(placed)
+}
+
+/// The [`placement`] once every module runs on one of `members` and nothing moved for 3 s.
+///
+/// # Errors
+/// If that does not happen within `timeout`.
+pub async fn settled_on(
+    client: &kube::Client,
+    namespaces: &[String],
+    name: &str,
+    members: &BTreeSet<String>,
+    timeout: Duration,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let deadline = Instant::now() + timeout;
+    let mut stable: Option<(BTreeMap<String, String>, Instant)> = None;
+    loop {
+        match placement(client, namespaces, name).await {
+            Some(current) if current.values().all(|host| members.contains(host)) => match &stable {
+                Some((placed, since)) if *placed == current => {
+                    if since.elapsed() >= Duration::from_secs(3) {
+                        return Ok(current);
+                    }
+                }
+                _ => stable = Some((current, Instant::now())),
+            },
+            _ => stable = None,
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "no settled placement on {members:?} within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 /// The value of `key=` in a log line's fields.

@@ -24,11 +24,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::objects::mirrored;
-use kube_wasm_e2e::replicas::{Interval, intervals, now_us, overlaps, start_replica};
+use kube_wasm_e2e::replicas::{Interval, ReplicaLaunch, intervals, now_us, overlaps, settled_on};
 use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{
-    Program, client, env_path, eventually, fresh_namespace, restart_apiserver, scratch_dir,
-    until_answered,
+    Program, client, eventually, fresh_namespace, restart_apiserver, scratch_dir, until_answered,
 };
 
 /// A TCP proxy in front of the apiserver whose connections can be cut (and new ones refused)
@@ -147,20 +146,27 @@ struct Fleet {
 }
 
 impl Fleet {
-    fn start(&mut self, replica: &str) {
-        self.start_with(replica, &env_path("KUBECONFIG"));
-    }
-
-    fn start_with(&mut self, replica: &str, kubeconfig: &std::path::Path) {
-        let program = start_replica(
-            replica,
+    fn launch(&self) -> ReplicaLaunch {
+        ReplicaLaunch::from_env(
             &self.lease_namespace,
             &self.namespaces,
             &self.cache,
             STOP_TIMEOUT_S,
-            kubeconfig,
-        );
+        )
+    }
+
+    fn start(&mut self, replica: &str) {
+        let program = self.launch().start(replica);
         self.running.insert(replica.to_owned(), program);
+    }
+
+    fn start_with(&mut self, replica: &str, kubeconfig: &std::path::Path) {
+        let launch = ReplicaLaunch {
+            kubeconfig: kubeconfig.to_owned(),
+            ..self.launch()
+        };
+        self.running
+            .insert(replica.to_owned(), launch.start(replica));
     }
 
     fn members(&self) -> BTreeSet<String> {
@@ -174,42 +180,9 @@ impl Fleet {
 
     /// Where every module runs, once all run on `members` and nothing moved for 3 s.
     async fn settled_on(&self, members: BTreeSet<String>) -> BTreeMap<String, String> {
-        let deadline = Instant::now() + PROMPTLY;
-        let mut stable: Option<(BTreeMap<String, String>, Instant)> = None;
-        loop {
-            match self.placement().await {
-                Some(current) if current.values().all(|host| members.contains(host)) => {
-                    match &stable {
-                        Some((placed, since)) if *placed == current => {
-                            if since.elapsed() >= Duration::from_secs(3) {
-                                return current;
-                            }
-                        }
-                        _ => stable = Some((current, Instant::now())),
-                    }
-                }
-                _ => stable = None,
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no settled placement on {members:?} within {PROMPTLY:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-    }
-
-    /// Each namespace's module's replica, if every one is Running and held.
-    async fn placement(&self) -> Option<BTreeMap<String, String>> {
-        let mut placed = BTreeMap::new();
-        for ns in &self.namespaces {
-            let object = wc::api(&self.client, ns).get(NAME).await.ok()?;
-            let status = object.data.get("status")?;
-            if status["phase"] != "Running" {
-                return None;
-            }
-            placed.insert(ns.clone(), status["host"].as_str()?.to_owned());
-        }
-        Some(placed)
+        settled_on(&self.client, &self.namespaces, NAME, &members, PROMPTLY)
+            .await
+            .unwrap_or_else(|e| panic!("{e:#}"))
     }
 
     /// Creates ConfigMap `name` in every namespace and returns how long after `since` each

@@ -47,6 +47,8 @@ mod tests {
             churn: Vec::new(),
             resume: Vec::new(),
             statics: None,
+            replicas: None,
+            replicas_skipped: None,
         });
         let json = serde_json::to_value(&report).expect("serialises");
         let keys: Vec<&str> = json

@@ -298,6 +298,7 @@ pub fn goals(f: &Figures, m: &Measured) -> Vec<Goal> {
             holds: None,
         },
     });
+    goals.extend(super::replicas::goals(m));
     goals
 }
 
@@ -326,6 +327,8 @@ mod tests {
             churn: Vec::new(),
             resume,
             statics: None,
+            replicas: None,
+            replicas_skipped: None,
         }
     }
 

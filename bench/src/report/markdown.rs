@@ -277,6 +277,7 @@ impl Report {
                 );
             }
         }
+        s.push_str(&super::replicas::section(m));
         if !plots.is_empty() {
             s.push_str("\n## Plots\n\n");
             for p in plots {

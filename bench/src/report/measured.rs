@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::fleet::Variant;
+use crate::replicas::ReplicasRun;
 use crate::statics::Statics;
 use crate::workloads::{ChurnRun, ResumePoint, RingRun};
 
@@ -34,6 +35,10 @@ pub struct Measured {
     pub resume: Vec<ResumePoint>,
     /// Figures without a cluster.
     pub statics: Option<Statics>,
+    /// The replicas workload, if it ran.
+    pub replicas: Option<ReplicasRun>,
+    /// Why it did not, if it did not.
+    pub replicas_skipped: Option<String>,
 }
 
 impl Measured {

@@ -5,7 +5,8 @@
 //! One concept a file: [`measured`] (what the driver measured, the report's input),
 //! [`figures`] (the figures per variant and N, and against native), [`goals`] (the issue's
 //! goals and whether each holds), [`document`] (the whole report, `report.json`), [`format`]
-//! (figures as text), [`markdown`] and [`plots`] (the two renderings). This file writes them.
+//! (figures as text), [`markdown`] and [`plots`] (the two renderings), [`replicas`] (the
+//! replicas workload's goals and section). This file writes them.
 
 mod document;
 mod figures;
@@ -14,6 +15,7 @@ mod goals;
 mod markdown;
 mod measured;
 mod plots;
+mod replicas;
 
 use std::path::{Path, PathBuf};
 
