@@ -47,6 +47,7 @@ mod tests {
             churn: Vec::new(),
             resume: Vec::new(),
             statics: None,
+            idle_code: Vec::new(),
         });
         let json = serde_json::to_value(&report).expect("serialises");
         let keys: Vec<&str> = json

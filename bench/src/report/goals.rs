@@ -326,6 +326,7 @@ mod tests {
             churn: Vec::new(),
             resume,
             statics: None,
+            idle_code: Vec::new(),
         }
     }
 

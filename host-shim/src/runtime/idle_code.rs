@@ -269,12 +269,14 @@ mod tests {
             unsafe { std::slice::from_raw_parts(self.start as *const u8, self.len) }
         }
 
-        /// Reads every page.
+        /// Reads every page (volatile reads: the optimiser may not skip them).
         fn touch(&self) -> u64 {
-            self.bytes()
-                .iter()
+            (0..self.len)
                 .step_by(page_size())
-                .map(|&b| u64::from(b))
+                // SAFETY: inside the readable mapping.
+                .map(|offset| u64::from(unsafe {
+                    std::ptr::read_volatile((self.start + offset) as *const u8)
+                }))
                 .sum()
         }
 
