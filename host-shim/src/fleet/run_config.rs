@@ -324,8 +324,7 @@ modules:
         );
         assert_eq!(config.settings.suspend_dir, None);
         assert_eq!(
-            config.settings.release_idle_code,
-            defaults.release_idle_code,
+            config.settings.release_idle_code, defaults.release_idle_code,
             "idle code released unless told not to"
         );
         assert!(defaults.release_idle_code.is_some());

@@ -105,7 +105,10 @@ impl Drop for Entered {
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
+    usize::try_from(size)
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(4096)
 }
 
 impl ModuleCode {
@@ -274,9 +277,11 @@ mod tests {
             (0..self.len)
                 .step_by(page_size())
                 // SAFETY: inside the readable mapping.
-                .map(|offset| u64::from(unsafe {
-                    std::ptr::read_volatile((self.start + offset) as *const u8)
-                }))
+                .map(|offset| {
+                    u64::from(unsafe {
+                        std::ptr::read_volatile((self.start + offset) as *const u8)
+                    })
+                })
                 .sum()
         }
 

@@ -123,7 +123,10 @@ impl Shell {
             .release_if_idle(release.after, std::time::Instant::now());
         match outcome {
             Release::Done { bytes } => {
-                tracing::debug!("module `{}`: released {bytes} bytes of idle code", self.name);
+                tracing::debug!(
+                    "module `{}`: released {bytes} bytes of idle code",
+                    self.name
+                );
             }
             Release::NotClean | Release::Failed(_) => {
                 tracing::warn!(
