@@ -38,6 +38,14 @@ fn guest() -> Vec<u8> {
         .wasm()
 }
 
+/// A cache folder the host accepts (mode 0700).
+fn cache_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir
+}
+
 fn settings(cache: &std::path::Path) -> Settings {
     let (settings, _) = test_settings();
     Settings {
@@ -49,7 +57,7 @@ fn settings(cache: &std::path::Path) -> Settings {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_is_released_when_no_module_of_it_runs_and_not_while_one_does() {
-    let cache = tempfile::tempdir().expect("tempdir");
+    let cache = cache_dir();
     let wasm = guest();
     // The first host compiles the module and stores it; the second maps the cache file.
     Host::new(idle_upstream(), settings(cache.path()))
@@ -57,6 +65,10 @@ async fn code_is_released_when_no_module_of_it_runs_and_not_while_one_does() {
         .load_bytes("warm", &wasm)
         .expect("compiles");
     let host = Host::new(idle_upstream(), settings(cache.path())).expect("host");
+    assert!(
+        cache.path().join("key").exists(),
+        "the cache folder is used"
+    );
     let idle = host.load_bytes("a", &wasm).expect("loads from the cache");
     let busy = host.load_bytes("busy", &wasm).expect("loads");
     assert!(idle.shares_code_with(&busy));
@@ -96,7 +108,7 @@ async fn code_is_released_when_no_module_of_it_runs_and_not_while_one_does() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_is_kept_when_the_host_is_told_to() {
-    let cache = tempfile::tempdir().expect("tempdir");
+    let cache = cache_dir();
     let wasm = Guest::new("(drop (call $delay (i64.const 400)))").wasm();
     Host::new(idle_upstream(), settings(cache.path()))
         .expect("host")

@@ -199,6 +199,7 @@ async fn run_inner(
             code: module.code().clone(),
             after,
             armed: false,
+            last_exit: Instant::now(),
         }),
     };
     live(cx, &pre, shell, running).await
@@ -220,7 +221,7 @@ async fn live(
 ) -> ModuleOutcome {
     let entered = shell.enter();
     let started = Box::pin(running.start(pre, &mut shell)).await;
-    drop(entered);
+    shell.exit(entered);
     if let Err(outcome) = started {
         running.finish(&shell);
         return outcome;
@@ -264,7 +265,7 @@ async fn live(
                     }
                 };
                 let delivered = running.deliver(delivery, &mut shell).await;
-                drop(entered);
+                shell.exit(entered);
                 state = State::Resident(running);
                 if let Err(outcome) = delivered {
                     break outcome;

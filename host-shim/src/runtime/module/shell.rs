@@ -27,6 +27,8 @@ pub(super) struct CodeRelease {
     pub(super) after: Duration,
     /// Whether this module entered the guest since it last asked for a release.
     pub(super) armed: bool,
+    /// When its last entry ended (taken after the code counted it as ended).
+    pub(super) last_exit: Instant,
 }
 
 /// What a module keeps whether it is resident or suspended.
@@ -103,11 +105,19 @@ impl Shell {
         Some(release.code.enter())
     }
 
+    /// Ends what [`enter`](Self::enter) began: the instance no longer runs the code.
+    pub(super) fn exit(&mut self, entered: Option<Entered>) {
+        drop(entered);
+        if let Some(release) = &mut self.release {
+            release.last_exit = Instant::now();
+        }
+    }
+
     /// When the module's code is released if nothing wakes the module first: the release
-    /// time after its last entry, once per entry.
+    /// time after its last entry ended, once per entry.
     pub(super) fn release_at(&self) -> Option<Instant> {
         let release = self.release.as_ref().filter(|r| r.armed)?;
-        self.last_entry.checked_add(release.after)
+        release.last_exit.checked_add(release.after)
     }
 
     /// Releases the module's code if no instance of it has run for the release time, and
