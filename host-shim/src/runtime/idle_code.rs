@@ -116,7 +116,7 @@ impl ModuleCode {
     /// (`Module::deserialize_open_file`), which makes it releasable.
     pub fn new(module: &wasmtime::Module, file_backed: bool) -> Self {
         let range = module.image_range();
-        Self::for_range(file_backed.then(|| (range.start as usize, range.end as usize)))
+        Self::for_range(file_backed.then_some((range.start as usize, range.end as usize)))
     }
 
     /// Code in the file mapping `[start, end)` (`None`: not a file mapping). The range is
