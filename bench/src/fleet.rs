@@ -76,6 +76,9 @@ pub struct Setup {
     pub module_cache: PathBuf,
     /// The `idleAfter` of the suspend variant's modules, e.g. `2s`.
     pub suspend_idle_after: String,
+    /// Whether the host releases the code of modules no instance runs (the manifest's
+    /// `releaseIdleCode`, on in the host by default).
+    pub release_idle_code: bool,
 }
 
 /// One ring controller: it copies Rings from `source` to `target`.
@@ -120,12 +123,22 @@ pub fn manifest(setup: &Setup, variant: Variant, links: &[Link], metrics: Socket
             entry
         })
         .collect();
+    host_manifest(setup, variant != Variant::WasmUnshared, &entries, metrics)
+}
+
+/// The host manifest of `entries`, with the host settings of `setup`.
+pub fn host_manifest(
+    setup: &Setup,
+    shared_watches: bool,
+    entries: &[Entry],
+    metrics: SocketAddr,
+) -> String {
     let settings = format!(
-        "sharedWatches: {}\nmetricsAddr: {}",
-        variant != Variant::WasmUnshared,
+        "sharedWatches: {shared_watches}\nreleaseIdleCode: {}\nmetricsAddr: {}",
+        setup.release_idle_code,
         quote(&metrics.to_string()),
     );
-    render(&setup.module_cache.to_string_lossy(), &settings, &entries)
+    render(&setup.module_cache.to_string_lossy(), &settings, entries)
 }
 
 impl Fleet {
@@ -160,9 +173,25 @@ impl Fleet {
                 metrics_addr: None,
             });
         }
+        Self::start_host(setup, dir, |metrics| {
+            manifest(setup, variant, links, metrics)
+        })
+    }
+
+    /// Starts one host running the manifest `manifest` makes for a metrics address, with its
+    /// output in `dir` (which exists).
+    ///
+    /// # Errors
+    /// If the host cannot be started or a file written.
+    pub fn start_host(
+        setup: &Setup,
+        dir: &Path,
+        manifest: impl FnOnce(SocketAddr) -> String,
+    ) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let metrics = free_local_addr().context("finding a free loopback port")?;
         let path = dir.join("host.yaml");
-        std::fs::write(&path, manifest(setup, variant, links, metrics))
+        std::fs::write(&path, manifest(metrics))
             .with_context(|| format!("writing {}", path.display()))?;
         let child = Command::new(&setup.host_shim)
             .arg("run")
@@ -373,6 +402,7 @@ mod tests {
             kubeconfig: "/k".into(),
             module_cache: "/c".into(),
             suspend_idle_after: "2s".into(),
+            release_idle_code: true,
         };
         let links = [
             Link {
@@ -389,6 +419,13 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
         let shared = manifest(&setup, Variant::Wasm, &links, addr);
         assert!(shared.contains("sharedWatches: true"), "{shared}");
+        assert!(shared.contains("releaseIdleCode: true"), "{shared}");
+        let kept = Setup {
+            release_idle_code: false,
+            ..setup.clone()
+        };
+        let kept = manifest(&kept, Variant::Wasm, &links, addr);
+        assert!(kept.contains("releaseIdleCode: false"), "{kept}");
         assert!(
             shared.contains(
                 "    env:\n      \"RING_SOURCE\": \"a-0\"\n      \"RING_TARGET\": \"a-1\"\n  - "

@@ -1,13 +1,14 @@
 //! The benchmark's and the soak's pieces, one concept a module: the apiserver's audit log
 //! ([`audit`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
-//! ([`fleet`]), process memory ([`memory`]), order statistics ([`stats`]), the static figures
-//! ([`statics`]), the workloads ([`workloads`]), host replicas sharing a fleet ([`replicas`])
-//! and the report ([`report`]) of
+//! ([`fleet`]), the idle-code lever ([`idle_code`]), process memory ([`memory`]), order
+//! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
+//! host replicas sharing a fleet ([`replicas`]) and the report ([`report`]) of
 //! `kube-wasm-bench`; and the chaos soak of `kube-wasm-soak` ([`soak`]).
 
 pub mod audit;
 pub mod cluster;
 pub mod fleet;
+pub mod idle_code;
 pub mod memory;
 pub mod replicas;
 pub mod report;

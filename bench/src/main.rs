@@ -92,6 +92,13 @@ struct Cli {
     /// Skip the resume curve (it runs only with the wasm-suspend variant).
     #[arg(long)]
     no_resume_curve: bool,
+    /// Skip the idle-code lever (the examples and the ring at the largest N in one host,
+    /// with `releaseIdleCode` off and on; it runs only with the wasm variant).
+    #[arg(long)]
+    no_idle_code: bool,
+    /// Ring controllers of the idle-code lever (also with --quick).
+    #[arg(long, default_value_t = 100)]
+    idle_code_n: usize,
     /// WasmControllers of the replicas workload (three, then four host replicas sharing them
     /// through Leases: failover, handoff, modules moved); 0 skips it. Needs the
     /// configmap-mirror module among `--example-wasm`.
@@ -156,6 +163,7 @@ async fn main() -> anyhow::Result<()> {
         kubeconfig: std::path::absolute(&cli.kubeconfig)?,
         module_cache: out.join("module-cache"),
         suspend_idle_after: cli.suspend_idle_after.clone(),
+        release_idle_code: true,
     };
     let mut context = machine_context();
     context.push((
@@ -291,6 +299,19 @@ async fn main() -> anyhow::Result<()> {
             .await?;
     }
 
+    let mut idle_code = Vec::new();
+    if variants.contains(&Variant::Wasm) && !cli.no_idle_code {
+        launch += 1;
+        let ring_n = cli.idle_code_n.max(1);
+        idle_code = bench
+            .idle_code(
+                &cli.example_wasm,
+                ring_n,
+                variants.contains(&Variant::WasmSuspend),
+                &format!("b{stamp}-{launch}"),
+            )
+            .await?;
+    }
     let mirror_wasm = cli
         .example_wasm
         .iter()
@@ -329,6 +350,7 @@ async fn main() -> anyhow::Result<()> {
         churn,
         resume,
         statics: Some(statics),
+        idle_code,
         replicas,
         replicas_skipped,
     });

@@ -47,6 +47,7 @@ mod tests {
             churn: Vec::new(),
             resume: Vec::new(),
             statics: None,
+            idle_code: Vec::new(),
             replicas: None,
             replicas_skipped: None,
         });

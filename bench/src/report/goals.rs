@@ -327,6 +327,7 @@ mod tests {
             churn: Vec::new(),
             resume,
             statics: None,
+            idle_code: Vec::new(),
             replicas: None,
             replicas_skipped: None,
         }

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::fleet::Variant;
+use crate::idle_code::IdleCodeRun;
 use crate::replicas::ReplicasRun;
 use crate::statics::Statics;
 use crate::workloads::{ChurnRun, ResumePoint, RingRun};
@@ -35,6 +36,8 @@ pub struct Measured {
     pub resume: Vec<ResumePoint>,
     /// Figures without a cluster.
     pub statics: Option<Statics>,
+    /// The idle-code lever's launches, off then on (empty when it did not run).
+    pub idle_code: Vec<IdleCodeRun>,
     /// The replicas workload, if it ran.
     pub replicas: Option<ReplicasRun>,
     /// Why it did not, if it did not.

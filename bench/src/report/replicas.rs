@@ -139,6 +139,7 @@ mod tests {
             churn: Vec::new(),
             resume: Vec::new(),
             statics: None,
+            idle_code: Vec::new(),
             replicas: Some(run),
             replicas_skipped: None,
         }

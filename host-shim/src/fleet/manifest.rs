@@ -8,6 +8,9 @@
 //! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
 //! sharedWatches: true                # optional, default true: identical watches of modules
 //!                                    #   share one upstream LIST+WATCH (see `watch_cache`)
+//! releaseIdleCode: true              # optional, default true: a module's compiled code
+//!                                    #   leaves memory while no instance runs it (see
+//!                                    #   `idle_code`)
 //! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
 //!                                    #   (default: <cacheDir>/suspended; see `suspend`)
 //! insecureRegistries: [127.0.0.1:5000]  # optional: registries reached over plain HTTP
@@ -85,6 +88,9 @@ pub struct Manifest {
     /// Whether identical watches share one upstream LIST+WATCH (`sharedWatches`, default
     /// true).
     pub shared_watches: bool,
+    /// Whether the resident pages of a module's compiled code are released while no instance
+    /// runs it (`releaseIdleCode`, default true; see [`crate::runtime::idle_code`]).
+    pub release_idle_code: bool,
     /// Where snapshots of suspended modules go (`suspendDir`), if set.
     pub suspend_dir: Option<PathBuf>,
     /// Registries reached over plain HTTP (`insecureRegistries`, `host[:port]`).
@@ -146,6 +152,7 @@ struct RawManifest {
     stop_timeout: Option<String>,
     metrics_addr: Option<String>,
     shared_watches: Option<bool>,
+    release_idle_code: Option<bool>,
     suspend_dir: Option<String>,
     #[serde(default)]
     insecure_registries: Vec<String>,
@@ -296,6 +303,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         stop_timeout,
         metrics_addr,
         shared_watches: raw.shared_watches.unwrap_or(true),
+        release_idle_code: raw.release_idle_code.unwrap_or(true),
         suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
         insecure_registries: raw.insecure_registries,
         modules,
@@ -411,6 +419,7 @@ entryDeadline: 2s
 stopTimeout: 3s
 metricsAddr: "127.0.0.1:9090"
 sharedWatches: false
+releaseIdleCode: false
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
   - name: mirror-a
@@ -435,6 +444,7 @@ modules:
             Some("127.0.0.1:9090".parse().expect("an address"))
         );
         assert!(!manifest.shared_watches);
+        assert!(!manifest.release_idle_code);
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0].options;

@@ -158,6 +158,9 @@ impl RunConfig {
             suspend_dir: args
                 .suspend_dir
                 .or_else(|| manifest.and_then(|m| m.suspend_dir.clone())),
+            release_idle_code: defaults
+                .release_idle_code
+                .filter(|_| manifest.is_none_or(|m| m.release_idle_code)),
             ..defaults
         };
         Self {
@@ -232,6 +235,7 @@ suspendDir: /m/suspended
 stopTimeout: 5s
 metricsAddr: 127.0.0.1:9002
 sharedWatches: false
+releaseIdleCode: false
 requestTimeout: 7s
 entryDeadline: 3s
 modules:
@@ -300,6 +304,7 @@ modules:
             Some("127.0.0.1:9002".parse().expect("addr"))
         );
         assert!(config.settings.shared_watches.is_none());
+        assert_eq!(config.settings.release_idle_code, None);
         assert_eq!(config.settings.cache_dir, Some(PathBuf::from("/m/cache")));
         assert_eq!(
             config.settings.suspend_dir,
@@ -334,6 +339,11 @@ modules:
             "shared unless told not to"
         );
         assert_eq!(config.settings.suspend_dir, None);
+        assert_eq!(
+            config.settings.release_idle_code, defaults.release_idle_code,
+            "idle code released unless told not to"
+        );
+        assert!(defaults.release_idle_code.is_some());
         assert_eq!(config.settings.limits, defaults.limits);
         assert_eq!(config.settings.entry_deadline, defaults.entry_deadline);
         assert_eq!(

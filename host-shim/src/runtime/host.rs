@@ -59,7 +59,17 @@ pub struct Settings {
     /// [`cache_dir`](Self::cache_dir), else `kube-wasm-suspended` in the system's temporary
     /// folder. Created on the first suspend; if it cannot be, modules stay resident.
     pub suspend_dir: Option<PathBuf>,
+    /// Release the resident pages of a module's compiled code (a mapping of its cache file)
+    /// once no instance of it has run for this long (see [`crate::runtime::idle_code`]);
+    /// `None`: never. Default 2 s.
+    pub release_idle_code: Option<Duration>,
 }
+
+/// How long no instance of a module must have run before its code is released, unless the
+/// host is told otherwise ([`Settings::release_idle_code`]): long enough that a module busy
+/// with a stream of events keeps its pages, short enough that an idle fleet sheds them
+/// before anyone looks.
+pub const DEFAULT_RELEASE_IDLE_CODE: Duration = Duration::from_secs(2);
 
 impl Default for Settings {
     fn default() -> Self {
@@ -75,6 +85,7 @@ impl Default for Settings {
             backoff: Backoff::default(),
             shared_watches: None,
             suspend_dir: None,
+            release_idle_code: Some(DEFAULT_RELEASE_IDLE_CODE),
         }
     }
 }
@@ -267,7 +278,13 @@ impl Host {
         }
         .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
         tracing::debug!(module = name, ?source, suspendable = ?prepared.suspendable, "module ready");
-        let loaded = LoadedModule::new(name, module, &inner.linker, prepared.suspendable);
+        let loaded = LoadedModule::new(
+            name,
+            module,
+            &inner.linker,
+            prepared.suspendable,
+            source == Source::Cached,
+        );
         self.compiled().insert(digest, loaded.clone());
         Ok(loaded)
     }
@@ -297,6 +314,7 @@ impl Host {
             limits: settings.limits,
             entry_deadline: settings.entry_deadline,
             entry_tick_budget: settings.entry_tick_budget(),
+            release_idle_code: settings.release_idle_code,
         };
         module::run_module(&cx, module, stop).await
     }

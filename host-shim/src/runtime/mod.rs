@@ -1,7 +1,7 @@
 //! The runtime core, embeddable as a library: an [`engine`] compiles modules, a [`Host`]
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
-//! modules are [`suspend`]ed to disk, and the [`supervisor`] runs them all, restarting each
+//! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]), and the [`supervisor`] runs them all, restarting each
 //! as its [`restart`] policy says, with [`backoff`](crate::backoff). Each module's
 //! [`quota`]s bound what it can make the host hold.
 //!
@@ -11,6 +11,7 @@ pub mod abi;
 pub mod cache;
 pub mod engine;
 pub mod host;
+pub mod idle_code;
 pub(crate) mod memory_cap;
 pub mod module;
 pub(crate) mod ops;

@@ -38,4 +38,6 @@ pub(crate) struct ModuleContext<'a> {
     pub(crate) entry_deadline: Duration,
     /// The same in epoch ticks.
     pub(crate) entry_tick_budget: u64,
+    /// How long the module's code may go unrun before its pages are released; `None`: never.
+    pub(crate) release_idle_code: Option<Duration>,
 }

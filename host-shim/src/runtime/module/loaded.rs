@@ -2,11 +2,13 @@
 //! pre-instantiation.
 
 use std::fmt;
+use std::sync::Arc;
 
 use wasmtime::{InstancePre, Linker};
 
 use super::outcome::ModuleError;
 use crate::runtime::abi::exports::check_imports;
+use crate::runtime::idle_code::ModuleCode;
 use crate::runtime::options::ModuleOptions;
 use crate::runtime::state::HostState;
 use crate::runtime::suspend::Suspendable;
@@ -17,6 +19,8 @@ use crate::runtime::suspend::Suspendable;
 pub struct LoadedModule {
     name: String,
     module: wasmtime::Module,
+    /// Its compiled code: who runs it, and whether it can be released while no one does.
+    code: Arc<ModuleCode>,
     /// The module with its imports resolved against the host's linker, or why that failed.
     pre: Result<InstancePre<HostState>, ModuleError>,
     /// Whether its instances can be suspended to disk.
@@ -34,12 +38,14 @@ impl fmt::Debug for LoadedModule {
 
 impl LoadedModule {
     /// `module` under `name`, its imports resolved against `linker` (or why they could not
-    /// be), with default options.
+    /// be), with default options; `file_backed`: it was deserialised from a cache file, so
+    /// its code can be released while idle.
     pub(crate) fn new(
         name: &str,
         module: wasmtime::Module,
         linker: &Linker<HostState>,
         suspendable: Suspendable,
+        file_backed: bool,
     ) -> Self {
         let pre = check_imports(&module)
             .map_err(ModuleError::from)
@@ -50,6 +56,7 @@ impl LoadedModule {
             });
         Self {
             name: name.to_owned(),
+            code: Arc::new(ModuleCode::new(&module, file_backed)),
             module,
             pre,
             suspendable,
@@ -90,6 +97,17 @@ impl LoadedModule {
     /// Whether its instances can be suspended to disk, found when it was loaded.
     pub fn suspendable(&self) -> &Suspendable {
         &self.suspendable
+    }
+
+    /// Its compiled code, shared with every module of the same wasm.
+    pub(crate) fn code(&self) -> &Arc<ModuleCode> {
+        &self.code
+    }
+
+    /// How many times its compiled code (shared with every module of the same wasm) was
+    /// released while no instance ran it (see [`crate::runtime::idle_code`]).
+    pub fn code_releases(&self) -> u64 {
+        self.code.releases()
     }
 
     /// The module with its imports resolved, or why it cannot be instantiated.

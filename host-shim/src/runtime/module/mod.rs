@@ -24,6 +24,14 @@
 //! Whatever way the module ends, all its live ops are aborted: their requests and watches are
 //! dropped, which closes them upstream.
 //!
+//! # Idle code
+//!
+//! Each entry (`_start`, and a resume with the delivery it is for) counts the module as
+//! running its compiled code, which all modules of the same wasm share. A module that has
+//! not been entered for the host's code release time (resident or suspended) asks, once,
+//! for that code's pages to be released; they are when no module of the same wasm has run
+//! for that long (see [`crate::runtime::idle_code`]).
+//!
 //! # Suspended modules
 //!
 //! A module with a [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy) that has not been entered
@@ -62,7 +70,7 @@ use crate::runtime::wasi;
 use crate::upstream::watch_cache::ModuleWatches;
 use entry::new_store;
 use resident::Running;
-use shell::{Idle, Shell, Wake};
+use shell::{CodeRelease, Idle, Shell, Wake};
 use suspended::{Suspend, Suspended, suspend};
 
 pub(crate) use context::ModuleContext;
@@ -187,6 +195,12 @@ async fn run_inner(
         name,
         idle,
         last_entry: Instant::now(),
+        release: cx.release_idle_code.map(|after| CodeRelease {
+            code: module.code().clone(),
+            after,
+            armed: false,
+            last_exit: Instant::now(),
+        }),
     };
     live(cx, &pre, shell, running).await
 }
@@ -205,7 +219,10 @@ async fn live(
     mut shell: Shell,
     mut running: Box<Running>,
 ) -> ModuleOutcome {
-    if let Err(outcome) = Box::pin(running.start(pre, &mut shell)).await {
+    let entered = shell.enter();
+    let started = Box::pin(running.start(pre, &mut shell)).await;
+    shell.exit(entered);
+    if let Err(outcome) = started {
         running.finish(&shell);
         return outcome;
     }
@@ -226,7 +243,7 @@ async fn live(
                 tokio::task::consume_budget().await;
                 Wake::Completion(refusal)
             }
-            None => shell.wait(idle_at).await,
+            None => shell.wait(idle_at, shell.release_at()).await,
         };
         match wake {
             Wake::Look => {}
@@ -235,6 +252,9 @@ async fn live(
                     tracing::trace!(op = delivery.op, "dropping a completion of a cancelled op");
                     continue;
                 }
+                // Running from the resume to the end of the delivery: its code is not
+                // released meanwhile.
+                let entered = shell.enter();
                 let mut running = match state {
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
@@ -245,6 +265,7 @@ async fn live(
                     }
                 };
                 let delivered = running.deliver(delivery, &mut shell).await;
+                shell.exit(entered);
                 state = State::Resident(running);
                 if let Err(outcome) = delivered {
                     break outcome;
@@ -262,6 +283,7 @@ async fn live(
                     suspended @ State::Suspended(_) => suspended,
                 }
             }
+            Wake::ReleaseCode => shell.release_code(),
         }
     };
     state.finish(&shell);

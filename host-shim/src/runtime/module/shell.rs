@@ -3,11 +3,13 @@
 //! module loop on them.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleOutcome};
+use crate::runtime::idle_code::{Entered, ModuleCode, Release};
 use crate::runtime::ops::{OpTable, QueuedCompletion};
 use crate::runtime::stop::Phase;
 use crate::runtime::suspend::{IdleThreshold, SnapshotLayout};
@@ -16,6 +18,17 @@ use crate::runtime::suspend::{IdleThreshold, SnapshotLayout};
 pub(super) struct Idle {
     pub(super) layout: Arc<SnapshotLayout>,
     pub(super) threshold: IdleThreshold,
+}
+
+/// When a module's compiled code is released (see [`crate::runtime::idle_code`]).
+pub(super) struct CodeRelease {
+    pub(super) code: Arc<ModuleCode>,
+    /// How long no instance may have run it first.
+    pub(super) after: Duration,
+    /// Whether this module entered the guest since it last asked for a release.
+    pub(super) armed: bool,
+    /// When its last entry ended (taken after the code counted it as ended).
+    pub(super) last_exit: Instant,
 }
 
 /// What a module keeps whether it is resident or suspended.
@@ -29,6 +42,8 @@ pub(super) struct Shell {
     pub(super) idle: Option<Idle>,
     /// When the guest was last entered.
     pub(super) last_entry: Instant,
+    /// `None`: its code is never released.
+    pub(super) release: Option<CodeRelease>,
 }
 
 /// What woke the module loop.
@@ -39,6 +54,9 @@ pub(super) enum Wake {
     Completion(QueuedCompletion),
     /// The module has been idle for its threshold: suspend it.
     Idle,
+    /// The module has not run for the code release time: release its code if no other
+    /// instance ran it meanwhile.
+    ReleaseCode,
 }
 
 impl Shell {
@@ -79,9 +97,67 @@ impl Shell {
         }
     }
 
+    /// Counts this instance as running its code until the guard is dropped (around each
+    /// guest entry), and arms the next release.
+    pub(super) fn enter(&mut self) -> Option<Entered> {
+        let release = self.release.as_mut()?;
+        release.armed = true;
+        Some(release.code.enter())
+    }
+
+    /// Ends what [`enter`](Self::enter) began: the instance no longer runs the code.
+    pub(super) fn exit(&mut self, entered: Option<Entered>) {
+        drop(entered);
+        if let Some(release) = &mut self.release {
+            release.last_exit = Instant::now();
+        }
+    }
+
+    /// When the module's code is released if nothing wakes the module first: the release
+    /// time after its last entry ended, once per entry.
+    pub(super) fn release_at(&self) -> Option<Instant> {
+        let release = self.release.as_ref().filter(|r| r.armed)?;
+        release.last_exit.checked_add(release.after)
+    }
+
+    /// Releases the module's code if no instance of it has run for the release time, and
+    /// disarms the release until the module is entered again (the instance that runs the
+    /// code last is the one whose release finds it idle).
+    pub(super) fn release_code(&mut self) {
+        let Some(release) = self.release.as_mut() else {
+            return;
+        };
+        release.armed = false;
+        let outcome = release
+            .code
+            .release_if_idle(release.after, std::time::Instant::now());
+        match outcome {
+            Release::Done { bytes } => {
+                tracing::debug!(
+                    "module `{}`: released {bytes} bytes of idle code",
+                    self.name
+                );
+            }
+            Release::NotClean | Release::Failed(_) => {
+                tracing::warn!(
+                    "module `{}`: its idle code cannot be released ({outcome:?}); it stays resident",
+                    self.name
+                );
+                self.release = None;
+            }
+            Release::NotFileBacked => self.release = None,
+            Release::Running | Release::Recent | Release::AlreadyReleased => {}
+        }
+    }
+
     /// Waits for a change of the stop phase, then a completion, then (at `idle_at`, if
-    /// any) the idle threshold, in that order of priority.
-    pub(super) async fn wait(&mut self, idle_at: Option<Instant>) -> Wake {
+    /// any) the idle threshold, then (at `release_at`, if any) the code release time, in
+    /// that order of priority.
+    pub(super) async fn wait(
+        &mut self,
+        idle_at: Option<Instant>,
+        release_at: Option<Instant>,
+    ) -> Wake {
         tokio::select! {
             biased;
             changed = self.phase.changed(), if self.phase_open => {
@@ -97,6 +173,9 @@ impl Shell {
             // Biased: reached only when no completion is waiting.
             () = tokio::time::sleep_until(idle_at.unwrap_or_else(Instant::now)), if idle_at.is_some() => {
                 Wake::Idle
+            }
+            () = tokio::time::sleep_until(release_at.unwrap_or_else(Instant::now)), if release_at.is_some() => {
+                Wake::ReleaseCode
             }
         }
     }

@@ -1,0 +1,327 @@
+//! The idle-code lever (the host's `releaseIdleCode`): the same fleets with the host
+//! releasing the compiled code of modules no instance runs, and with it keeping that code,
+//! in one run. Each launch settles, samples its idle memory, then times the next event (the
+//! first after the code was released) and the one right after it (code warm again):
+//! - **five examples**: configmap-mirror, configmap-generator, finalizer-controller,
+//!   store-reader and multi-watch in one host, each in its own namespace — distinct modules,
+//!   so distinct code; the events are ConfigMaps configmap-mirror mirrors into Secrets;
+//! - **ring**: N ring controllers sharing one compiled module, resident or suspended
+//!   (`suspend: {idleAfter}`); the events are ring cycles.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube_wasm_e2e::manifest::Entry;
+use kube_wasm_e2e::objects::{generator_resource, mirrored};
+use serde::Serialize;
+
+use crate::cluster::{self, RING_NAME};
+use crate::fleet::{Fleet, Link, Setup, Variant, host_manifest};
+use crate::memory::Sample;
+use crate::workloads::Bench;
+
+/// One launch of a fleet with the host's `releaseIdleCode` on or off.
+#[derive(Debug, Clone, Serialize)]
+pub struct IdleCodeRun {
+    /// Which fleet: `five examples`, `ring N=…` or `ring N=… suspended`.
+    pub fleet: String,
+    /// Whether the host released idle code.
+    pub release: bool,
+    /// Memory after the settle time (median of 3 samples 1 s apart).
+    pub idle: Sample,
+    /// The first event after the settle time, in ms: a ConfigMap until its Secret is seen
+    /// (five examples), or a ring cycle.
+    pub next_event_ms: f64,
+    /// The event right after it, in ms.
+    pub warm_event_ms: f64,
+}
+
+/// The CRD of the configmap-generator example, without a schema (the example only needs its
+/// API served; the driver creates no generators).
+fn generator_crd() -> anyhow::Result<CustomResourceDefinition> {
+    let r = generator_resource();
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{}.{}", r.plural, r.group)},
+        "spec": {
+            "group": r.group,
+            "names": {"kind": r.kind, "plural": r.plural, "singular": "configmapgenerator"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": r.version,
+                "served": true,
+                "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true
+                }}
+            }]
+        }
+    }))
+    .context("the ConfigMapGenerator CRD")
+}
+
+/// The median of three memory samples 1 s apart.
+async fn idle_memory(fleet: &mut Fleet) -> anyhow::Result<Sample> {
+    fleet.check_alive()?;
+    let mut samples = Vec::new();
+    for i in 0..3 {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        samples.push(fleet.memory()?);
+    }
+    samples.sort_by_key(|s| s.pss_kib);
+    Ok(samples[1])
+}
+
+impl Bench {
+    /// Runs every fleet of the lever with the host's `releaseIdleCode` off, then on, and
+    /// returns the launches. `examples` are the examples' `.wasm` files (by file stem);
+    /// without configmap-mirror among them the examples fleet is skipped. `ring_n`: the
+    /// ring's controllers.
+    ///
+    /// # Errors
+    /// If a launch fails.
+    pub async fn idle_code(
+        &self,
+        examples: &[PathBuf],
+        ring_n: usize,
+        suspend: bool,
+        tag: &str,
+    ) -> anyhow::Result<Vec<IdleCodeRun>> {
+        let has_mirror = examples
+            .iter()
+            .any(|p| p.file_stem().is_some_and(|s| s == "configmap-mirror"));
+        if has_mirror {
+            let crds = Api::<CustomResourceDefinition>::all(self.client.clone());
+            let crd = generator_crd()?;
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            crds.patch(
+                &name,
+                &PatchParams::apply("kube-wasm-bench").force(),
+                &Patch::Apply(&crd),
+            )
+            .await
+            .context("applying the ConfigMapGenerator CRD")?;
+        }
+        let mut runs = Vec::new();
+        let mut launch = 0;
+        if has_mirror {
+            // Primes the host's cache with the examples (the ring is primed already), so
+            // no measured launch compiles.
+            launch += 1;
+            eprintln!("bench: idle code, priming the cache with the examples");
+            self.examples_idle(
+                &self.setup,
+                examples,
+                true,
+                &format!("{tag}-{launch}"),
+                false,
+            )
+            .await?;
+        }
+        for release in [false, true] {
+            let setup = Setup {
+                release_idle_code: release,
+                ..self.setup.clone()
+            };
+            if has_mirror {
+                launch += 1;
+                let tag = format!("{tag}-{launch}");
+                eprintln!("bench: idle code, five examples, releaseIdleCode: {release}");
+                runs.push(
+                    self.examples_idle(&setup, examples, release, &tag, true)
+                        .await?,
+                );
+            }
+            let variants = if suspend {
+                vec![Variant::Wasm, Variant::WasmSuspend]
+            } else {
+                vec![Variant::Wasm]
+            };
+            for variant in variants {
+                launch += 1;
+                let tag = format!("{tag}-{launch}");
+                eprintln!(
+                    "bench: idle code, ring N={ring_n} {}, releaseIdleCode: {release}",
+                    variant.label()
+                );
+                runs.push(
+                    self.ring_idle(&setup, variant, ring_n, release, &tag)
+                        .await?,
+                );
+            }
+        }
+        for run in &runs {
+            eprintln!(
+                "bench:   {} release {}: idle {:.1} MiB PSS; next event {:.1} ms, then {:.1} ms",
+                run.fleet,
+                run.release,
+                run.idle.pss_kib as f64 / 1024.0,
+                run.next_event_ms,
+                run.warm_event_ms
+            );
+        }
+        Ok(runs)
+    }
+
+    /// The five examples in one host; `measure`: false stops the host once configmap-mirror
+    /// mirrored its first ConfigMap, without waiting (its figures are then not measured).
+    async fn examples_idle(
+        &self,
+        setup: &Setup,
+        examples: &[PathBuf],
+        release: bool,
+        tag: &str,
+        measure: bool,
+    ) -> anyhow::Result<IdleCodeRun> {
+        let mut entries = Vec::new();
+        let mut mirror_ns = None;
+        for wasm in examples {
+            let name = wasm
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .context("an example without a file name")?;
+            let namespace = format!("{tag}-{name}");
+            cluster::create_namespace(&self.client, &namespace).await?;
+            if name == "configmap-mirror" {
+                mirror_ns = Some(namespace.clone());
+            }
+            entries.push(Entry::with_wasm(&name, wasm).namespace(&namespace));
+        }
+        let namespace = mirror_ns.context("no configmap-mirror among the examples")?;
+        let dir = self.logs.join(tag);
+        let mut fleet = Fleet::start_host(setup, &dir, |metrics| {
+            host_manifest(setup, true, &entries, metrics)
+        })?;
+        let configs = Api::<ConfigMap>::namespaced(self.client.clone(), &namespace);
+        let secrets = Api::<Secret>::namespaced(self.client.clone(), &namespace);
+        // Up: the mirror mirrors a first ConfigMap.
+        self.mirror(&configs, &secrets, "warm-up", self.params.startup_timeout)
+            .await
+            .context("configmap-mirror's first mirror")?;
+        if !measure {
+            fleet.stop(Duration::from_secs(15))?;
+            return Ok(IdleCodeRun {
+                fleet: "five examples (priming)".into(),
+                release,
+                idle: Sample::default(),
+                next_event_ms: f64::NAN,
+                warm_event_ms: f64::NAN,
+            });
+        }
+        tokio::time::sleep(self.params.settle).await;
+        let idle = idle_memory(&mut fleet).await?;
+        let timeout = self.params.cycle_timeout;
+        let next = self.mirror(&configs, &secrets, "next", timeout).await?;
+        let warm = self.mirror(&configs, &secrets, "warm", timeout).await?;
+        fleet.check_alive()?;
+        fleet.stop(Duration::from_secs(15))?;
+        Ok(IdleCodeRun {
+            fleet: "five examples".into(),
+            release,
+            idle,
+            next_event_ms: next,
+            warm_event_ms: warm,
+        })
+    }
+
+    /// Creates ConfigMap `name` for configmap-mirror and waits until its Secret is created:
+    /// the time taken, in ms.
+    async fn mirror(
+        &self,
+        configs: &Api<ConfigMap>,
+        secrets: &Api<Secret>,
+        name: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<f64> {
+        let list = secrets.list_metadata(&Default::default()).await?;
+        let version = list.metadata.resource_version.unwrap_or_default();
+        let mut events = secrets
+            .watch(&WatchParams::default().timeout(290), &version)
+            .await?
+            .boxed();
+        let started = Instant::now();
+        configs
+            .create(&PostParams::default(), &mirrored(name))
+            .await
+            .with_context(|| format!("creating ConfigMap {name}"))?;
+        let seen = async {
+            while let Some(event) = events.try_next().await? {
+                if let WatchEvent::Added(secret) = event
+                    && secret.metadata.name.as_deref() == Some(name)
+                {
+                    return anyhow::Ok(());
+                }
+            }
+            anyhow::bail!("the Secret watch ended")
+        };
+        tokio::time::timeout(timeout, seen)
+            .await
+            .with_context(|| format!("Secret {name} not mirrored within {timeout:?}"))??;
+        Ok(started.elapsed().as_secs_f64() * 1000.0)
+    }
+
+    /// N ring controllers in one host, as `variant`.
+    async fn ring_idle(
+        &self,
+        setup: &Setup,
+        variant: Variant,
+        n: usize,
+        release: bool,
+        tag: &str,
+    ) -> anyhow::Result<IdleCodeRun> {
+        let p = &self.params;
+        let links: Vec<Link> = (0..n)
+            .map(|i| Link {
+                source: format!("{tag}-{i}"),
+                target: format!("{tag}-{}", i + 1),
+                ballast_mib: 0,
+            })
+            .collect();
+        for i in 0..=n {
+            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
+        }
+        let first = format!("{tag}-0");
+        let mut arrivals = cluster::watch_arrivals(&self.client, &format!("{tag}-{n}"));
+        let mut fleet = Fleet::start(setup, variant, &links, &self.logs.join(tag))?;
+        let mut nonce = 0;
+        let mut cycle = async |timeout: Duration| {
+            nonce += 1;
+            let t0 = cluster::now_micros();
+            cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;
+            let arrived = cluster::wait_for(&mut arrivals, RING_NAME, nonce, timeout).await?;
+            anyhow::Ok(arrived.at_micros.saturating_sub(t0) as f64 / 1000.0)
+        };
+        cycle(p.startup_timeout).await?;
+        for _ in 1..p.warmup {
+            cycle(p.cycle_timeout).await?;
+        }
+        tokio::time::sleep(p.settle).await;
+        let idle = idle_memory(&mut fleet).await?;
+        let next = cycle(p.cycle_timeout).await?;
+        let warm = cycle(p.cycle_timeout).await?;
+        fleet.check_alive()?;
+        fleet.stop(Duration::from_secs(15))?;
+        let suspended = if variant == Variant::WasmSuspend {
+            " suspended"
+        } else {
+            ""
+        };
+        Ok(IdleCodeRun {
+            fleet: format!("ring N={n}{suspended}"),
+            release,
+            idle,
+            next_event_ms: next,
+            warm_event_ms: warm,
+        })
+    }
+}

@@ -1,0 +1,444 @@
+//! Releasing the compiled code of a module that no instance is running.
+//!
+//! A module loaded from the cache of precompiled modules is a private, read-only mapping of
+//! its `.cwasm` file (see [`crate::runtime::cache`]): its machine code and the data its
+//! instances' memories start from. The pages an instance touches stay in the host's resident
+//! set for as long as the mapping exists, that is for the host's life, though an idle or
+//! suspended module does not run any of that code until its next event: 2.3–4.0 MiB per
+//! distinct module in the examples' smaps.
+//!
+//! So each compiled module counts the instances that are *running* (inside a guest entry:
+//! `_start`, a resume, or the delivery of one completion), and when none has run for the
+//! host's [`Settings::release_idle_code`](crate::Settings::release_idle_code), the module
+//! loop of the instance that ran last asks for its pages to be released. An instance that
+//! waits for its ops between two events has no stack in the guest and is not running; an
+//! instance in the middle of an event (even one yielding at an epoch tick) is.
+//!
+//! # How the pages are released
+//!
+//! `madvise(MADV_DONTNEED)` on the image range ([`wasmtime::Module::image_range`]) unmaps its
+//! pages from the process; a clean page of a private file mapping comes back on the next
+//! touch from the page cache, as a minor fault and without reading the disk if the kernel
+//! kept it cached. That is only right for *clean file* pages: a page of a private mapping
+//! that was ever written is an anonymous copy, which `MADV_DONTNEED` would replace with the
+//! file's contents. Wasmtime writes nothing into an image it deserialises from a file (it
+//! has no relocations to apply) and makes the mapping read-only before any code runs, so no
+//! page can become such a copy later; still, before each release the range's pages are
+//! checked in `/proc/self/pagemap`, and a range holding any anonymous page is never released
+//! (see [`Release::NotClean`]).
+//!
+//! The alternatives: `MADV_PAGEOUT` is safe for any page but evicts clean file pages from
+//! the page cache too when no other process maps them, so the next event reads the disk;
+//! `MADV_COLD` only ages the pages, which stay resident until memory is short, so the
+//! resident set does not shrink. A module compiled in this process (no cache, or a cache
+//! that could not store it) is anonymous memory and is never released.
+
+use std::fs::File;
+use std::io::{self, Read as _, Seek as _, SeekFrom};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The page-aligned image of a compiled module that is a file mapping: start address and
+/// length in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Image {
+    start: usize,
+    len: usize,
+}
+
+/// Who is running the code now.
+#[derive(Debug)]
+struct Use {
+    /// Instances inside a guest entry.
+    running: usize,
+    /// When the last entry of any instance ended; `None`: never entered.
+    last_exit: Option<Instant>,
+    /// Whether the pages were released after the last entry.
+    released: bool,
+    /// Releases so far.
+    releases: u64,
+}
+
+/// The compiled code of one module, shared by all its instances (every module of the host
+/// loaded from the same wasm): whether it can be released, and who is running it.
+#[derive(Debug)]
+pub struct ModuleCode {
+    image: Option<Image>,
+    state: Mutex<Use>,
+}
+
+/// What became of a request to release a module's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Its pages were released: `bytes` of address space (not all of it was resident).
+    Done {
+        /// Length of the released range.
+        bytes: usize,
+    },
+    /// An instance is running it.
+    Running,
+    /// An instance ran it less than the idle time ago (or none ever did).
+    Recent,
+    /// Already released, and not run since.
+    AlreadyReleased,
+    /// It is not a file mapping (compiled in this process): never released.
+    NotFileBacked,
+    /// Its range holds an anonymous page (written since it was mapped): never released.
+    NotClean,
+    /// The kernel refused (`errno`).
+    Failed(i32),
+}
+
+/// Marks one instance as running the code until dropped.
+#[must_use = "the instance counts as running only while this lives"]
+#[derive(Debug)]
+pub struct Entered(Arc<ModuleCode>);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.running = state.running.saturating_sub(1);
+        state.last_exit = Some(Instant::now());
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(4096)
+}
+
+impl ModuleCode {
+    /// The code of `module`; `file_backed` says whether it was deserialised from a file
+    /// (`Module::deserialize_open_file`), which makes it releasable.
+    pub fn new(module: &wasmtime::Module, file_backed: bool) -> Self {
+        let range = module.image_range();
+        Self::for_range(file_backed.then_some((range.start as usize, range.end as usize)))
+    }
+
+    /// Code in the file mapping `[start, end)` (`None`: not a file mapping). The range is
+    /// shrunk to whole pages: a mapping starts on a page, and its last, partial page is left
+    /// alone.
+    fn for_range(range: Option<(usize, usize)>) -> Self {
+        let page = page_size();
+        let image = range.and_then(|(start, end)| {
+            let start = start.checked_next_multiple_of(page)?;
+            let end = end - end % page;
+            (end > start).then_some(Image {
+                start,
+                len: end - start,
+            })
+        });
+        Self {
+            image,
+            state: Mutex::new(Use {
+                running: 0,
+                last_exit: None,
+                released: false,
+                releases: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Use> {
+        // Every update leaves the counts consistent; a panic elsewhere cannot break them.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts one instance as running the code until the returned guard is dropped. Call it
+    /// before entering the guest.
+    pub fn enter(self: &Arc<Self>) -> Entered {
+        let mut state = self.lock();
+        state.running += 1;
+        state.released = false;
+        drop(state);
+        Entered(self.clone())
+    }
+
+    /// How many times the code was released.
+    pub fn releases(&self) -> u64 {
+        self.lock().releases
+    }
+
+    /// Releases the code's resident pages if it is a clean file mapping, no instance is
+    /// running it, and none has for `idle` (measured at `now`). A running instance that
+    /// enters while the pages are released only takes page faults: nothing is lost.
+    pub fn release_if_idle(&self, idle: Duration, now: Instant) -> Release {
+        let Some(image) = self.image else {
+            return Release::NotFileBacked;
+        };
+        let mut state = self.lock();
+        if state.running > 0 {
+            return Release::Running;
+        }
+        if state.released {
+            return Release::AlreadyReleased;
+        }
+        match state.last_exit {
+            Some(exit) if now.saturating_duration_since(exit) >= idle => {}
+            _ => return Release::Recent,
+        }
+        // Checked and released under the lock, so an instance entering meanwhile waits for
+        // the (sub-millisecond) release rather than faulting pages in while it happens.
+        match only_file_pages(image) {
+            Ok(true) => {}
+            Ok(false) => return Release::NotClean,
+            Err(err) => return Release::Failed(err.raw_os_error().unwrap_or(0)),
+        }
+        // SAFETY: the range is a private, read-only file mapping of this module that lives
+        // as long as `self` (it belongs to the `Module` whose image it is), and it holds no
+        // anonymous page (checked just above; a read-only mapping cannot gain one), so
+        // dropping its pages loses nothing: each comes back from the file on its next touch.
+        let result = unsafe {
+            libc::madvise(
+                image.start as *mut libc::c_void,
+                image.len,
+                libc::MADV_DONTNEED,
+            )
+        };
+        if result != 0 {
+            return Release::Failed(io::Error::last_os_error().raw_os_error().unwrap_or(0));
+        }
+        state.released = true;
+        state.releases += 1;
+        Release::Done { bytes: image.len }
+    }
+}
+
+/// Whether every page of `image` that is resident or swapped is a file page (bit 61 of its
+/// `/proc/self/pagemap` entry; bit 63: present, bit 62: swapped — a swapped page is
+/// anonymous).
+fn only_file_pages(image: Image) -> io::Result<bool> {
+    const PRESENT: u64 = 1 << 63;
+    const SWAPPED: u64 = 1 << 62;
+    const FILE: u64 = 1 << 61;
+    let page = page_size();
+    let mut pagemap = File::open("/proc/self/pagemap")?;
+    pagemap.seek(SeekFrom::Start((image.start / page * 8) as u64))?;
+    let mut entries = vec![0u8; image.len / page * 8];
+    pagemap.read_exact(&mut entries)?;
+    Ok(entries.chunks_exact(8).all(|entry| {
+        let bits = u64::from_ne_bytes(entry.try_into().unwrap_or_default());
+        bits & SWAPPED == 0 && (bits & PRESENT == 0 || bits & FILE != 0)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+    use std::os::fd::AsRawFd as _;
+
+    /// A private mapping of a file of `pages` pages of `b'x'`, readable (and writable if
+    /// `writable`), unmapped on drop.
+    struct Mapping {
+        start: usize,
+        len: usize,
+        _file: File,
+    }
+
+    impl Mapping {
+        fn new(dir: &std::path::Path, pages: usize, writable: bool) -> Self {
+            let len = pages * page_size();
+            let path = dir.join("image");
+            let mut file = File::create(&path).expect("create");
+            file.write_all(&vec![b'x'; len]).expect("write");
+            let file = File::open(&path).expect("open");
+            let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+            // SAFETY: a fresh private mapping of a file this test owns.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    prot,
+                    libc::MAP_PRIVATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            assert_ne!(ptr, libc::MAP_FAILED, "mmap");
+            Self {
+                start: ptr as usize,
+                len,
+                _file: file,
+            }
+        }
+
+        fn bytes(&self) -> &[u8] {
+            // SAFETY: mapped readable for `len` bytes until drop.
+            unsafe { std::slice::from_raw_parts(self.start as *const u8, self.len) }
+        }
+
+        /// Reads every page (volatile reads: the optimiser may not skip them).
+        fn touch(&self) -> u64 {
+            (0..self.len)
+                .step_by(page_size())
+                // SAFETY: inside the readable mapping.
+                .map(|offset| {
+                    u64::from(unsafe {
+                        std::ptr::read_volatile((self.start + offset) as *const u8)
+                    })
+                })
+                .sum()
+        }
+
+        /// Pages of the mapping in this process's page tables.
+        fn resident_pages(&self) -> usize {
+            let page = page_size();
+            let mut pagemap = File::open("/proc/self/pagemap").expect("pagemap");
+            pagemap
+                .seek(SeekFrom::Start((self.start / page * 8) as u64))
+                .expect("seek");
+            let mut entries = vec![0u8; self.len / page * 8];
+            pagemap.read_exact(&mut entries).expect("read");
+            entries
+                .chunks_exact(8)
+                .filter(|e| u64::from_ne_bytes((*e).try_into().expect("8 bytes")) & 1 << 63 != 0)
+                .count()
+        }
+
+        fn code(&self) -> Arc<ModuleCode> {
+            Arc::new(ModuleCode::for_range(Some((
+                self.start,
+                self.start + self.len,
+            ))))
+        }
+    }
+
+    impl Drop for Mapping {
+        fn drop(&mut self) {
+            // SAFETY: unmaps exactly what `new` mapped.
+            unsafe { libc::munmap(self.start as *mut libc::c_void, self.len) };
+        }
+    }
+
+    #[test]
+    fn released_only_when_no_instance_runs_and_none_ran_lately() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mapping = Mapping::new(dir.path(), 16, false);
+        let code = mapping.code();
+        mapping.touch();
+        assert_eq!(mapping.resident_pages(), 16);
+        let now = Instant::now;
+        assert_eq!(
+            code.release_if_idle(Duration::ZERO, now()),
+            Release::Recent,
+            "never entered"
+        );
+
+        let first = code.enter();
+        let second = code.enter();
+        mapping.touch();
+        drop(first);
+        assert_eq!(
+            code.release_if_idle(Duration::ZERO, now()),
+            Release::Running,
+            "one instance still runs"
+        );
+        drop(second);
+        assert_eq!(mapping.resident_pages(), 16, "nothing released so far");
+        assert_eq!(
+            code.release_if_idle(Duration::from_secs(60), now()),
+            Release::Recent
+        );
+        assert_eq!(mapping.resident_pages(), 16);
+
+        let later = now() + Duration::from_secs(61);
+        assert_eq!(
+            code.release_if_idle(Duration::from_secs(60), later),
+            Release::Done {
+                bytes: 16 * page_size()
+            }
+        );
+        assert_eq!(mapping.resident_pages(), 0);
+        assert_eq!(code.releases(), 1);
+        assert_eq!(
+            code.release_if_idle(Duration::ZERO, later),
+            Release::AlreadyReleased
+        );
+        // The pages come back from the file, unchanged.
+        assert_eq!(mapping.touch(), 16 * u64::from(b'x'));
+        assert!(mapping.bytes().iter().all(|&b| b == b'x'));
+
+        // Entered again: released again once idle.
+        drop(code.enter());
+        assert_eq!(
+            code.release_if_idle(Duration::ZERO, now()),
+            Release::Done {
+                bytes: 16 * page_size()
+            }
+        );
+        assert_eq!(code.releases(), 2);
+    }
+
+    #[test]
+    fn a_range_with_a_written_page_is_never_released() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mapping = Mapping::new(dir.path(), 4, true);
+        let code = mapping.code();
+        mapping.touch();
+        // SAFETY: the mapping is writable; this makes page 2 a private anonymous copy.
+        unsafe { *((mapping.start + 2 * page_size()) as *mut u8) = b'y' };
+        drop(code.enter());
+        assert_eq!(
+            code.release_if_idle(Duration::ZERO, Instant::now()),
+            Release::NotClean
+        );
+        assert_eq!(mapping.resident_pages(), 4);
+        assert_eq!(mapping.bytes()[2 * page_size()], b'y', "the write is kept");
+    }
+
+    #[test]
+    fn code_compiled_in_memory_is_never_released() {
+        let code = Arc::new(ModuleCode::for_range(None));
+        drop(code.enter());
+        assert_eq!(
+            code.release_if_idle(Duration::ZERO, Instant::now()),
+            Release::NotFileBacked
+        );
+    }
+
+    #[test]
+    fn a_module_from_a_cache_file_runs_again_after_its_code_is_released() {
+        let engine = wasmtime::Engine::default();
+        let wasm = wat::parse_str(
+            r#"(module
+                 (memory (export "memory") 1)
+                 (data (i32.const 0) "\2a")
+                 (func (export "answer") (result i32)
+                   i32.const 0
+                   i32.load8_u
+                   i32.const 1000
+                   i32.add))"#,
+        )
+        .expect("wat");
+        let artifact = engine.precompile_module(&wasm).expect("precompiles");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("m.cwasm");
+        std::fs::write(&path, artifact).expect("write");
+        // SAFETY: the artifact was just made by this engine.
+        let module = unsafe {
+            wasmtime::Module::deserialize_open_file(&engine, File::open(&path).expect("open"))
+        }
+        .expect("deserialises");
+        let code = Arc::new(ModuleCode::new(&module, true));
+        let call = || {
+            let _running = code.enter();
+            let mut store = wasmtime::Store::new(&engine, ());
+            let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instance");
+            let answer = instance
+                .get_typed_func::<(), i32>(&mut store, "answer")
+                .expect("export");
+            answer.call(&mut store, ()).expect("runs")
+        };
+        assert_eq!(call(), 1042);
+        assert!(matches!(
+            code.release_if_idle(Duration::ZERO, Instant::now()),
+            Release::Done { .. }
+        ));
+        assert_eq!(call(), 1042);
+    }
+}

@@ -1,0 +1,131 @@
+//! Idle code (`Settings::release_idle_code`): the compiled code of a module loaded from the
+//! cache is released once no module of that wasm has run for the release time, and not
+//! while one of them is inside a guest entry.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Guest, idle_upstream, test_settings};
+use host_shim::{Host, ModuleOutcome, Settings, Supervisor};
+
+const RELEASE_AFTER: Duration = Duration::from_millis(100);
+
+/// One wasm for two modules: one whose name is longer than one character spins in `_start`
+/// for 800 ms (reading the WASI clock) before it waits; every module then waits 500 ms for a
+/// delay and exits when it completes.
+fn guest() -> Vec<u8> {
+    let start = r#"
+        (local $t0 i64)
+        (drop (call $args_sizes_get (i32.const 1024) (i32.const 1028)))
+        (if (i32.gt_u (i32.load (i32.const 1028)) (i32.const 2))
+          (then
+            (drop (call $clock (i32.const 1) (i64.const 1) (i32.const 1040)))
+            (local.set $t0 (i64.load (i32.const 1040)))
+            (block $done
+              (loop $spin
+                (drop (call $clock (i32.const 1) (i64.const 1) (i32.const 1040)))
+                (br_if $done (i64.gt_u (i64.sub (i64.load (i32.const 1040)) (local.get $t0))
+                                       (i64.const 800000000)))
+                (br $spin)))))
+        (drop (call $delay (i64.const 500)))
+    "#;
+    Guest::new(start)
+        .imports(
+            r#"(import "wasi_snapshot_preview1" "args_sizes_get" (func $args_sizes_get (param i32 i32) (result i32)))
+               (import "wasi_snapshot_preview1" "clock_time_get" (func $clock (param i32 i64 i32) (result i32)))"#,
+        )
+        .wasm()
+}
+
+/// A cache folder the host accepts (mode 0700).
+fn cache_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir
+}
+
+fn settings(cache: &std::path::Path) -> Settings {
+    let (settings, _) = test_settings();
+    Settings {
+        cache_dir: Some(cache.to_owned()),
+        release_idle_code: Some(RELEASE_AFTER),
+        ..settings
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_is_released_when_no_module_of_it_runs_and_not_while_one_does() {
+    let cache = cache_dir();
+    let wasm = guest();
+    // The first host compiles the module and stores it; the second maps the cache file.
+    Host::new(idle_upstream(), settings(cache.path()))
+        .expect("host")
+        .load_bytes("warm", &wasm)
+        .expect("compiles");
+    let host = Host::new(idle_upstream(), settings(cache.path())).expect("host");
+    assert!(
+        cache.path().join("key").exists(),
+        "the cache folder is used"
+    );
+    let idle = host.load_bytes("a", &wasm).expect("loads from the cache");
+    let busy = host.load_bytes("busy", &wasm).expect("loads");
+    assert!(idle.shares_code_with(&busy));
+
+    let watched = idle.clone();
+    let during_spin = tokio::spawn(async move {
+        // `a` has waited past the release time since 100 ms; `busy` spins until 800 ms.
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        watched.code_releases()
+    });
+    let supervisor = Supervisor::new(host.clone(), Duration::from_secs(5));
+    let reports = tokio::time::timeout(
+        Duration::from_secs(30),
+        supervisor.run_all(vec![idle.clone(), busy]),
+    )
+    .await
+    .expect("modules end within 30 s");
+    for report in &reports {
+        assert!(
+            matches!(report.outcome, ModuleOutcome::Exited(0)),
+            "{}: {:?}",
+            report.name,
+            report.outcome
+        );
+    }
+    assert_eq!(
+        during_spin.await.expect("watcher"),
+        0,
+        "released while `busy` was running the code"
+    );
+    assert_eq!(
+        idle.code_releases(),
+        1,
+        "released once, after `busy` spun and went idle"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_is_kept_when_the_host_is_told_to() {
+    let cache = cache_dir();
+    let wasm = Guest::new("(drop (call $delay (i64.const 400)))").wasm();
+    Host::new(idle_upstream(), settings(cache.path()))
+        .expect("host")
+        .load_bytes("warm", &wasm)
+        .expect("compiles");
+    let host = Host::new(
+        idle_upstream(),
+        Settings {
+            release_idle_code: None,
+            ..settings(cache.path())
+        },
+    )
+    .expect("host");
+    let module = host.load_bytes("a", &wasm).expect("loads");
+    let reports = Supervisor::new(host.clone(), Duration::from_secs(5))
+        .run_all(vec![module.clone()])
+        .await;
+    assert!(matches!(reports[0].outcome, ModuleOutcome::Exited(0)));
+    assert_eq!(module.code_releases(), 0);
+}
