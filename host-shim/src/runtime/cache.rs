@@ -46,8 +46,19 @@ const KEY_FILE: &str = "key";
 pub enum Source {
     /// Deserialised from a checked cache entry.
     Cached,
-    /// Compiled now (and stored, if the store worked).
+    /// Compiled now, stored, and deserialised from the entry just stored (so that, like a
+    /// cached one, its code is a file mapping).
+    Stored,
+    /// Compiled now and kept in memory (the entry could not be stored or read back).
     Compiled,
+}
+
+impl Source {
+    /// Whether the module's code is a mapping of its cache file (which lets its resident
+    /// pages be released while it is idle, [`crate::runtime::idle_code`]).
+    pub fn is_file_mapping(self) -> bool {
+        matches!(self, Self::Cached | Self::Stored)
+    }
 }
 
 /// A cache folder the host owns. See the module docs for the trust model.
@@ -162,11 +173,18 @@ impl ModuleCache {
         }
         let module = Module::new(engine, wasm)?;
         match module.serialize() {
-            Ok(artifact) => {
-                if let Err(e) = self.store_entry(&name, &path, &tag_path, &artifact) {
-                    tracing::warn!("cannot store cache entry {}: {e}", path.display());
+            Ok(artifact) => match self.store_entry(&name, &path, &tag_path, &artifact) {
+                Ok(()) => {
+                    if let Ok(Some(stored)) = self.open_entry(&name, &path, &tag_path) {
+                        // SAFETY: as for a cached entry above: checked with this cache's HMAC.
+                        if let Ok(mapped) = unsafe { Module::deserialize_open_file(engine, stored) }
+                        {
+                            return Ok((mapped, Source::Stored));
+                        }
+                    }
                 }
-            }
+                Err(e) => tracing::warn!("cannot store cache entry {}: {e}", path.display()),
+            },
             Err(e) => tracing::warn!("cannot serialise a compiled module: {e}"),
         }
         Ok((module, Source::Compiled))
@@ -334,7 +352,7 @@ mod tests {
         );
         let (_, first) = cache.load_or_compile(&engine, &wasm).expect("compiles");
         let (module, second) = cache.load_or_compile(&engine, &wasm).expect("loads");
-        assert_eq!((first, second), (Source::Compiled, Source::Cached));
+        assert_eq!((first, second), (Source::Stored, Source::Cached));
         // The mapped artifact runs.
         let mut store = wasmtime::Store::new(&engine, ());
         let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instance");
@@ -372,28 +390,24 @@ mod tests {
         bytes[last] ^= 1;
         fs::write(&entry, &bytes).expect("tamper");
         let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
-        assert_eq!(
-            source,
-            Source::Compiled,
-            "a changed artifact is not trusted"
-        );
+        assert_eq!(source, Source::Stored, "a changed artifact is not trusted");
         let (_, source) = cache.load_or_compile(&engine, &wasm).expect("loads");
         assert_eq!(source, Source::Cached, "the entry was written again");
         fs::write(&tag, b"KWASMC2\nshort").expect("tamper");
         let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
-        assert_eq!(source, Source::Compiled, "a malformed tag is not trusted");
+        assert_eq!(source, Source::Stored, "a malformed tag is not trusted");
         fs::remove_file(&tag).expect("remove the tag");
         let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
         assert_eq!(
             source,
-            Source::Compiled,
+            Source::Stored,
             "an artifact without a tag is not trusted"
         );
         // A cache with another key (another host's folder copied in) does not trust it.
         fs::write(dir.join(KEY_FILE), [9u8; 32]).expect("new key");
         let other = ModuleCache::open(&dir).expect("opens");
         let (_, source) = other.load_or_compile(&engine, &wasm).expect("recompiles");
-        assert_eq!(source, Source::Compiled);
+        assert_eq!(source, Source::Stored);
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -283,7 +283,7 @@ impl Host {
             module,
             &inner.linker,
             prepared.suspendable,
-            source == Source::Cached,
+            source.is_file_mapping(),
         );
         self.compiled().insert(digest, loaded.clone());
         Ok(loaded)
