@@ -58,6 +58,17 @@ step "build the host shim and every program natively, and the programs for wasm3
 cargo build --workspace --bins
 cargo build --target wasm32-wasip1 --bins --examples "${programs[@]}"
 
+step "a ported workspace of its own (shaped like kube-rs's): natively and for wasm32-wasip1"
+# compat-tests/ported-workspace is not a member: it is a user's workspace (its resolver,
+# inherited dependencies, its own Cargo.lock). Built into this target folder, where its
+# programs are found like the others'; dependencies with the same features are shared.
+(
+  cd compat-tests/ported-workspace
+  export CARGO_TARGET_DIR="$OLDPWD/target"
+  cargo build --locked --examples
+  cargo build --locked --target wasm32-wasip1 --examples
+)
+
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \

@@ -1,4 +1,5 @@
-//! Three of kube-rs's own examples (`compat-tests/ported/`: their source unchanged, only
+//! Four of kube-rs's own examples (`compat-tests/ported/` and, in a workspace of its own shaped
+//! like kube-rs's, `compat-tests/ported-workspace/`: their source unchanged, only
 //! Cargo.toml ported as the README's "Porting a kube-rs program" says), each run natively
 //! against kube 5.0 and as a module in the host shim against the same apiserver: they print
 //! the same output, reach the same cluster state and end with the same exit status.
@@ -252,5 +253,107 @@ async fn crd_derive_prints_the_same_in_the_host_as_natively() {
             .iter()
             .any(|l| l.contains("\"name\": \"fooz.clux.dev\"")),
         "{native:#?}"
+    );
+}
+
+/// A side's messages of `errorbounded_configmap_watcher` with its namespace written `NS`.
+fn watcher_messages(side: &Side) -> Vec<String> {
+    messages(side, "errorbounded_configmap_watcher")
+        .iter()
+        .map(|m| m.replace(&side.namespace, "NS"))
+        .collect()
+}
+
+/// `errorbounded_configmap_watcher`, from a workspace of its own shaped like kube-rs's
+/// (`compat-tests/ported-workspace`: its resolver 1 ported to 2, kube and tokio inherited from
+/// `[workspace.dependencies]` natively): a watcher of ConfigMaps read into a type that needs a
+/// `ca.crt`, logging each one it saw and then either its contents or why it could not read it.
+/// Both builds log the same, namespaces aside, and both die of the SIGTERM they never listen
+/// for.
+#[tokio::test]
+async fn a_watcher_from_a_workspace_of_its_own_logs_the_same_in_the_host_as_natively() {
+    let client = client().await;
+    let mut runs = SideBySide::wasm_and_native(&client, "ported-ws").await;
+    runs.each(async |side| {
+        side.create(&config_map("with-ca", &[], &[("ca.crt", "PEM")]))
+            .await;
+        side.create(&config_map("without-ca", &[], &[("other", "x")]))
+            .await;
+    })
+    .await;
+    runs.start_with_env(
+        "examples/errorbounded_configmap_watcher",
+        &[],
+        LOG,
+        "without-ca",
+        WAIT,
+    );
+    runs.each(async |side| {
+        side.create(&config_map("later", &[], &[("ca.crt", "PEM2")]))
+            .await;
+    })
+    .await;
+    runs.each(async |side| {
+        let saw = format!(
+            "INFO errorbounded_configmap_watcher: saw ConfigMap.v1./later.{}",
+            side.namespace
+        );
+        wait_logged(side, &saw, 1).await;
+        let what = format!("{}: the contents of `later` logged", side.label);
+        eventually(WAIT, &what, || async {
+            let contents = watcher_messages(side)
+                .iter()
+                .filter(|m| m.contains("contents:") && m.contains("PEM2"))
+                .count();
+            (contents == 1).then_some(())
+        })
+        .await;
+    })
+    .await;
+
+    let statuses: Vec<ExitStatus> = runs.sides.iter_mut().map(terminate).collect();
+    let [wasm, native] = &runs.sides[..] else {
+        panic!("two sides")
+    };
+    // The contents carry each side's uid and timestamps: compared up to the struct's name.
+    let shape = |side: &Side| -> Vec<String> {
+        watcher_messages(side)
+            .into_iter()
+            .map(|m| match m.split_once("contents: ") {
+                Some((head, body)) => {
+                    format!("{head}contents: {}", body.split(' ').next().unwrap_or(""))
+                }
+                None => m,
+            })
+            .collect()
+    };
+    assert_eq!(
+        shape(wasm),
+        shape(native),
+        "the log messages, wasm then native"
+    );
+    let native_log = shape(native);
+    let prefix = "errorbounded_configmap_watcher:";
+    assert_eq!(
+        native_log,
+        [
+            format!("INFO {prefix} saw ConfigMap.v1./with-ca.NS"),
+            format!("INFO {prefix} contents: CaConfigMap"),
+            format!("INFO {prefix} saw ConfigMap.v1./without-ca.NS"),
+            native_log
+                .get(3)
+                .filter(|m| m.starts_with(&format!("WARN {prefix} failed to parse: ")))
+                .cloned()
+                .unwrap_or_else(|| "a parse failure".into()),
+            format!("INFO {prefix} saw ConfigMap.v1./later.NS"),
+            format!("INFO {prefix} contents: CaConfigMap"),
+        ]
+    );
+    assert_eq!(statuses[1].signal(), Some(15), "native: {}", statuses[1]);
+    assert_eq!(
+        statuses[0].signal(),
+        statuses[1].signal(),
+        "wasm: {}",
+        statuses[0]
     );
 }

@@ -39,6 +39,9 @@
 //!   `watches_stream` (with their `_with` forms);
 //! - `unstable-runtime-reconcile-on`: `Controller::reconcile_on`;
 //! - `unstable-runtime`: all three.
+//!
+//! The rest of this page is the crate's README.
+#![doc = include_str!("../README.md")]
 
 pub mod controller;
 pub mod events;

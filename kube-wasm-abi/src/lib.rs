@@ -8,6 +8,9 @@
 //!
 //! Every payload is a [`frame`]: a small JSON header followed by raw body bytes, so
 //! Kubernetes JSON is never re-encoded on the way through.
+//!
+//! The rest of this page is the crate's README.
+#![doc = include_str!("../README.md")]
 
 pub mod env;
 pub mod frame;

@@ -30,6 +30,9 @@
 //! ([`Error::Api`], `Error::UpgradeConnection`).
 //!
 //! Not provided: `ClientBuilder` and tower layers (the host owns the HTTP stack).
+//!
+//! The rest of this page is the crate's README.
+#![doc = include_str!("../README.md")]
 
 pub mod api;
 pub mod client;

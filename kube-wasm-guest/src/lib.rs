@@ -12,6 +12,9 @@
 //!
 //! Between entries nothing runs and nothing is on the stack: all state lives in the
 //! executor's task table and the reactor.
+//!
+//! The rest of this page is the crate's README.
+#![doc = include_str!("../README.md")]
 
 pub mod clock;
 pub mod entry;

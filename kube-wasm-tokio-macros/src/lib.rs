@@ -13,6 +13,9 @@
 //!
 //! `#[tokio::test] async fn name() { … }` becomes a `#[test] fn name()` that runs the body on
 //! the guest executor until it finishes (see `kube_wasm_tokio::test`).
+//!
+//! The rest of this page is the crate's README.
+#![doc = include_str!("../README.md")]
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;

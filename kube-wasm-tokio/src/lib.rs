@@ -28,6 +28,9 @@
 //! that, after the usual report of that panic, names what to use instead: [`spawn`] for
 //! concurrent async work, [`task::spawn_blocking`] (inline on the one thread, blocking every
 //! other task until it returns) for blocking work.
+//!
+//! The rest of this page is the crate's README.
+#![doc = include_str!("../README.md")]
 
 pub mod io;
 pub mod net;

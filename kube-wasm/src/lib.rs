@@ -46,6 +46,31 @@
 //!
 //! Not provided: `client::ConfigExt` and `ClientBuilder` (tower layers): the host owns the
 //! HTTP stack. `Client::send` and `client::Body` are there, with whole bodies.
+//!
+//! # Porting
+//!
+//! Only `Cargo.toml` changes (the project README's "Porting a kube-rs program" has the whole
+//! guide, tried on kube-rs's own examples):
+//!
+//! 1. kube and tokio move into a pair of target tables of the **same kind** as the table they
+//!    were in — `[target.'cfg(not(target_arch = "wasm32"))'.dependencies]` as they were, and
+//!    `[target.'cfg(target_arch = "wasm32")'.dependencies]` renamed to `kube-wasm` and
+//!    `kube-wasm-tokio`; for `[dev-dependencies]` (examples, tests), the `dev-dependencies`
+//!    target tables. The feature lists stay as they are.
+//! 2. The workspace needs `resolver = "2"` (or `"3"`): resolver 1 merges the native tokio's
+//!    features into the wasm32 build, and tokio refuses to compile for wasm32.
+//! 3. Dependencies that open sockets, spawn threads or drive a terminal (hyper-util's legacy
+//!    client, axum, tokio-stream's `net`, crossterm) move into the native table; programs
+//!    that use them stay native.
+//! 4. What a guest cannot do has a replacement: `tokio::spawn` for threads, the host's own
+//!    metrics endpoint for a served one, `Client::try_default()` for a custom client (the host
+//!    holds the connection and the credentials).
+//!
+//! `compat-tests/ported/` in the repository holds kube-rs examples ported this way, source
+//! unchanged; the end-to-end tests run each natively and in the host and compare them.
+//!
+//! The rest of this page is the crate's README.
+#![doc = include_str!("../README.md")]
 
 #[cfg(feature = "client")]
 #[doc(inline)]
