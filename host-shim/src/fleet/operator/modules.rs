@@ -72,6 +72,11 @@ impl RunningModules {
         self.lock().epoch
     }
 
+    /// Whether the host is stopping (its modules end because of that, and are handed over).
+    pub(crate) fn host_stopping(&self) -> bool {
+        self.host_stop.phase() != crate::runtime::stop::Phase::Running
+    }
+
     /// How many modules run.
     pub(crate) fn len(&self) -> usize {
         self.lock().by_key.len()

@@ -273,10 +273,12 @@ async fn report(
     let name = module_name(&key);
     let mut last_phase = None;
     loop {
-        let still_ours = ctx
-            .modules
-            .started_for(&key)
-            .is_some_and(|(g, d)| g == generation && d == digest);
+        // A module ending because the host stops is handed over, not reported as stopped.
+        let still_ours = !ctx.modules.host_stopping()
+            && ctx
+                .modules
+                .started_for(&key)
+                .is_some_and(|(g, d)| g == generation && d == digest);
         let run = state.borrow_and_update().clone();
         if !still_ours && run.phase != RunPhase::Ended {
             return;
