@@ -375,6 +375,7 @@ mod tests {
                 ("X-Remote-User", "system:admin"),
                 ("x-remote-group", "system:masters"),
                 ("X-Remote-Extra-Scopes", "all"),
+                ("User-Agent", "kube-wasm-host/0.1.0 (replica another)"),
             ],
         );
         let built = build_http_request(&req, b"{}".to_vec()).expect("valid");
