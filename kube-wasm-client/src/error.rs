@@ -18,10 +18,7 @@ pub use kube_core::Status;
 
 use crate::config::{InferConfigError, KubeconfigError};
 
-/// A type-erased error, as tower's `BoxError` that kube's [`Error::Service`] carries.
-///
-/// For host failures it holds a [`kube_wasm_abi::OpError`] (downcast to read its code).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub use crate::box_error::BoxError;
 
 /// Possible errors from the [`Client`](crate::Client) and [`Config`](crate::Config), as
 /// `kube::Error` in kube 5.0.
@@ -90,7 +87,7 @@ pub enum Error {
     /// [`UpgradeConnectionError`](crate::client::UpgradeConnectionError) names, as in kube.
     #[cfg(feature = "ws")]
     #[error("failed to upgrade to a WebSocket connection: {0}")]
-    UpgradeConnection(#[source] crate::client::UpgradeConnectionError),
+    UpgradeConnection(#[source] crate::client::upgrade::UpgradeConnectionError),
 
     /// [`Client::fetch`](crate::Client::fetch) was given a reference that names no object
     /// (`"Reference is empty"`), as kube's (`unstable-client` feature).

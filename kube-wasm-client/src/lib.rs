@@ -35,6 +35,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod api;
+mod box_error;
 pub mod client;
 pub mod config;
 pub mod discovery;

@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::figures::Figures;
 use super::goals::{Goal, goals};
 use super::measured::Measured;
+use super::replicas;
 
 /// The whole report, as written to `report.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -23,7 +24,8 @@ impl Report {
     /// Computes the report from the measurements.
     pub fn new(measured: Measured) -> Self {
         let figures = Figures::new(&measured);
-        let goals = goals(&figures, &measured);
+        let mut goals = goals(&figures, &measured);
+        goals.extend(replicas::goals(&measured));
         Self {
             goals,
             figures,

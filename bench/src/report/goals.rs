@@ -298,7 +298,6 @@ pub fn goals(f: &Figures, m: &Measured) -> Vec<Goal> {
             holds: None,
         },
     });
-    goals.extend(super::replicas::goals(m));
     goals
 }
 

@@ -30,7 +30,7 @@ mod scoped_requests;
 mod send;
 mod server_info;
 #[cfg(feature = "ws")]
-mod upgrade;
+pub(crate) mod upgrade;
 mod watch;
 
 pub use body::Body;
@@ -58,7 +58,7 @@ pub use upgrade::UpgradeConnectionError;
 /// suggested implementation is [`Body`]): `Box<DynBody>` holds any body of `Bytes` whose
 /// errors are boxed.
 pub type DynBody =
-    dyn http_body::Body<Data = bytes::Bytes, Error = crate::error::BoxError> + Send + Unpin;
+    dyn http_body::Body<Data = bytes::Bytes, Error = crate::box_error::BoxError> + Send + Unpin;
 
 /// Client for connecting with a Kubernetes cluster, as `kube::Client` in kube 5.0.
 ///

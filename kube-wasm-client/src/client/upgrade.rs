@@ -1,7 +1,7 @@
 //! [`UpgradeConnectionError`] (`ws` feature): why [`Client::connect`](super::Client::connect)
 //! could not upgrade to a WebSocket connection, as kube 5.0's.
 
-use crate::error::BoxError;
+use crate::box_error::BoxError;
 use kube_wasm_abi::{OpError, UpgradeFailure};
 
 /// Possible errors from upgrading to a WebSocket connection, as kube 5.0's

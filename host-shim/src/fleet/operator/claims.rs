@@ -13,8 +13,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
 use super::Context;
+use super::error::Error;
+use super::events::event;
 use super::modules::Key;
-use super::reconcile::{Error, event, module_name};
+use super::modules::module_name;
 use crate::fleet::placement::claim::{self, ClaimError};
 use crate::fleet::placement::decision::{Decision, Situation, decide};
 use crate::fleet::placement::members::Holder;

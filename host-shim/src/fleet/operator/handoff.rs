@@ -11,8 +11,7 @@ use kube::ResourceExt as _;
 use kube::runtime::reflector::Store;
 
 use super::Context;
-use super::modules::Key;
-use super::reconcile::module_name;
+use super::modules::{Key, module_name};
 use crate::fleet::placement::claim::{self, ClaimError};
 use crate::fleet::wasm_controller::WasmController;
 

@@ -11,6 +11,8 @@
 //! everything ([`fence`]), and a stopping replica hands its modules over ([`handoff`]).
 
 mod claims;
+mod error;
+mod events;
 mod fence;
 mod handoff;
 mod modules;

@@ -26,6 +26,12 @@ use crate::runtime::supervisor::{RunState, supervise_reporting};
 /// A WasmController's identity: namespace and name.
 pub type Key = (String, String);
 
+/// The module name of a WasmController in the host: `<namespace>.<name>` (a namespace has no
+/// dot, so the name is unambiguous).
+pub(crate) fn module_name(key: &Key) -> String {
+    format!("{}.{}", key.0, key.1)
+}
+
 /// What runs for one WasmController.
 pub(crate) struct Running {
     /// The `metadata.generation` it was started for.

@@ -7,13 +7,15 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{self, finalizer};
 use kube::{Resource as _, ResourceExt as _};
 use oci_client::secrets::RegistryAuth;
 
 use super::claims::{self, Gate};
-use super::modules::Key;
+use super::error::Error;
+use super::events::event;
+use super::modules::{Key, module_name};
 use super::{Context, FINALIZER, status};
 use crate::fleet::oci::pull_secret::{DOCKER_CONFIG_JSON_KEY, credentials_for};
 use crate::fleet::oci::store::Digest;
@@ -27,23 +29,6 @@ const RETRY_AFTER: Duration = Duration::from_secs(10);
 /// How old an unused stored module must be before it is removed: one pulled a moment ago may
 /// be about to start for another resource.
 const GARBAGE_MIN_AGE: Duration = Duration::from_secs(600);
-
-/// Why a reconcile failed; the controller retries it after [`RETRY_AFTER`].
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The API server refused a write (status, finalizer).
-    #[error("{0}")]
-    Kube(#[from] kube::Error),
-    /// The finalizer machinery failed.
-    #[error("finalizer: {0}")]
-    Finalizer(String),
-}
-
-/// The module name of a WasmController in the host: `<namespace>.<name>` (a namespace has no
-/// dot, so the name is unambiguous).
-pub(crate) fn module_name(key: &Key) -> String {
-    format!("{}.{}", key.0, key.1)
-}
 
 /// Reconciles `obj` (kube-runtime's `Controller` calls it on every change).
 pub(crate) async fn reconcile(
@@ -78,26 +63,6 @@ pub(crate) fn error_policy(_obj: Arc<WasmController>, err: &Error, _ctx: Arc<Con
 
 fn key_of(obj: &WasmController) -> Key {
     (obj.namespace().unwrap_or_default(), obj.name_any())
-}
-
-/// Records an Event on `obj` (a failure to record is logged, not returned).
-pub(crate) async fn event(
-    ctx: &Context,
-    obj: &WasmController,
-    type_: EventType,
-    reason: &str,
-    note: String,
-) {
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: reason.into(),
-        secondary: None,
-    };
-    if let Err(err) = ctx.recorder.publish(&event, &obj.object_ref(&())).await {
-        tracing::warn!("cannot record the event {reason}: {err}");
-    }
 }
 
 async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Error> {
