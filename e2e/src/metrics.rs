@@ -49,3 +49,11 @@ pub fn scrape(addr: &str) -> String {
         .unwrap_or_else(|e| panic!("{addr:?} is not an address: {e}"));
     fetch(addr).unwrap_or_else(|e| panic!("{e:#}"))
 }
+
+/// The value of the sample `series` (a metric name with its labels as exposed, e.g.
+/// `kube_wasm_replica_modules_owned`) in the exposition `text`, if it is there.
+pub fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}

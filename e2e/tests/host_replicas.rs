@@ -20,9 +20,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube_wasm_e2e::audit::audited_requests;
+use kube_wasm_e2e::metrics::{free_local_addr, scrape, value};
 use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::replicas::{Interval, ReplicaLaunch, intervals, now_us, overlaps, settled_on};
 use kube_wasm_e2e::wasm_controllers as wc;
@@ -160,6 +161,14 @@ impl Fleet {
         self.running.insert(replica.to_owned(), program);
     }
 
+    /// Starts `replica` serving its metrics at `metrics` (`host:port`).
+    fn start_serving_metrics(&mut self, replica: &str, metrics: &str) {
+        let mut command = self.launch().command(replica);
+        command.args(["--metrics-addr", metrics]);
+        self.running
+            .insert(replica.to_owned(), Program::spawn(command, replica));
+    }
+
     fn start_with(&mut self, replica: &str, kubeconfig: &std::path::Path) {
         let launch = ReplicaLaunch {
             kubeconfig: kubeconfig.to_owned(),
@@ -242,6 +251,16 @@ impl Fleet {
     }
 }
 
+/// Whether the WasmController in `ns` has an Event with `reason`.
+async fn has_event(client: &kube::Client, ns: &str, reason: &str) -> bool {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    events.list(&Default::default()).await.is_ok_and(|list| {
+        list.items.iter().any(|e| {
+            e.involved_object.name.as_deref() == Some(NAME) && e.reason.as_deref() == Some(reason)
+        })
+    })
+}
+
 fn count_by_replica(placed: &BTreeMap<String, String>) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for host in placed.values() {
@@ -277,7 +296,8 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
     };
 
     // Three replicas, thirty modules.
-    fleet.start("host-a");
+    let metrics = free_local_addr().expect("a free port").to_string();
+    fleet.start_serving_metrics("host-a", &metrics);
     fleet.running["host-a"]
         .stderr
         .wait_for("running the WasmControllers", PROMPTLY)
@@ -336,6 +356,21 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
             assert_eq!(&two[ns], host, "a module of a surviving replica moved");
         }
     }
+    // host-a's metrics: what it owns, what it took over, its Lease renewals.
+    let on_a =
+        |placed: &BTreeMap<String, String>| placed.values().filter(|h| *h == "host-a").count();
+    let taken_by_a = victims.iter().filter(|ns| two[*ns] == "host-a").count();
+    let text = scrape(&metrics);
+    let sample = |series: &str| value(&text, series).unwrap_or_else(|| panic!("{series}: {text}"));
+    assert_eq!(sample("kube_wasm_replica_modules_owned"), on_a(&two) as f64);
+    assert!(sample("kube_wasm_replica_failovers_total") >= taken_by_a as f64);
+    assert!(sample("kube_wasm_replica_lease_renew_duration_seconds_count") > 0.0);
+    assert_eq!(sample("kube_wasm_replica_lease_losses_total"), 0.0);
+    let victim = victims.iter().next().expect("host-c ran modules");
+    assert!(
+        has_event(&client, victim, "TakenOver").await,
+        "{victim}: a TakenOver Event"
+    );
 
     // Back to three, then a fourth: it takes about a quarter, nothing else moves. host-e
     // reaches the apiserver through a proxy, to be cut off later.
@@ -361,6 +396,11 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
         (1..=MODULES / 4 + 5).contains(&moved.len()),
         "about a quarter moved, no more: {}",
         moved.len()
+    );
+    let (moved_ns, _) = moved[0];
+    assert!(
+        has_event(&client, moved_ns, "Released").await,
+        "{moved_ns}: a Released Event"
     );
 
     // SIGTERM the fourth: handoff, no gap beyond the stop timeout.
