@@ -292,6 +292,21 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
         .await;
     }
     mirrors(&client, &namespaces[1], "beside-bad-ones").await;
+    // A module that cannot start is tried again after the retry delay (10 s), not on every
+    // change of its resource: the host's own status writes do not make it try again at once.
+    let status_writes = || {
+        audited_requests("wasmcontrollers", &bad_ns)
+            .iter()
+            .filter(|r| r.verb == "patch" && r.stages.iter().any(|s| s == "ResponseComplete"))
+            .count()
+    };
+    let before = status_writes();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let written = status_writes() - before;
+    assert!(
+        written <= 8,
+        "{written} writes in 5 s to five resources that cannot start"
+    );
 
     // A host killed and started again brings every resource back.
     host.kill(Duration::from_secs(10)).expect("killed");

@@ -47,7 +47,10 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
     let key: Key = (obj.namespace().unwrap_or_default(), obj.name_any());
     let placement = &ctx.placement;
     let recheck = Action::requeue(placement.config().renew_period);
-    if !placement.is_fresh() {
+    // Without a current Lease nothing runs here; without itself in its view of the members
+    // (starting, reconnecting, draining) this replica would take every module for another's
+    // and release what it holds.
+    if !placement.is_fresh() || !placement.sees_itself() {
         return Ok(Gate::Done(recheck));
     }
     let epoch = ctx.modules.epoch();
@@ -91,6 +94,7 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
                 )));
             }
             Decision::StopHere => {
+                ctx.modules.forget_claim(&key);
                 ctx.modules
                     .stop(&key, placement.config().fence_grace())
                     .await;
@@ -113,6 +117,7 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
                 let message = format!("released by replica {}: {why}", placement.replica());
                 match claim::release(&api, &key.1, &resource_version, &message).await {
                     Ok(_) => {
+                        ctx.modules.forget_claim(&key);
                         if running {
                             ctx.host.metrics().replica().count_handoff();
                         }
@@ -125,7 +130,7 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
                 }
             }
             Decision::Claim { from } => {
-                let pending = !now.running_here;
+                let pending = ctx.modules.started_for(&key).is_none();
                 let claimed = claim::claim(
                     &api,
                     &key.1,
@@ -136,6 +141,7 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
                 .await;
                 match claimed {
                     Ok(claimed) => {
+                        ctx.modules.record_claim(&key, epoch);
                         if let Some(from) = from {
                             ctx.host.metrics().replica().count_failover();
                             let note = format!(
@@ -177,7 +183,7 @@ struct Known {
     owner: Option<String>,
     holder: Option<String>,
     holder_alive: bool,
-    running_here: bool,
+    held_here: bool,
 }
 
 impl Known {
@@ -187,7 +193,7 @@ impl Known {
             owner: self.owner.as_deref(),
             holder: self.holder.as_deref(),
             holder_alive: self.holder_alive,
-            running_here: self.running_here,
+            held_here: self.held_here,
         }
     }
 }
@@ -205,7 +211,7 @@ async fn situation_of(obj: &WasmController, key: &Key, ctx: &Context) -> Known {
         owner: ctx.placement.owner_of(&module_name(key)),
         holder,
         holder_alive,
-        running_here: ctx.modules.started_for(key).is_some(),
+        held_here: ctx.modules.holds(key),
         me,
     }
 }

@@ -62,6 +62,7 @@ async fn release(ctx: &Context, key: &Key) -> bool {
         let version = fresh.resource_version().unwrap_or_default();
         match claim::release(&api, &key.1, &version, &message).await {
             Ok(_) => {
+                ctx.modules.forget_claim(key);
                 tracing::info!("{}: {message}", module_name(key));
                 return true;
             }

@@ -10,6 +10,7 @@
 //! ([`claims`]): a module moves when membership changes, a replica that loses its Lease stops
 //! everything ([`fence`]), and a stopping replica hands its modules over ([`handoff`]).
 
+mod attempts;
 mod claims;
 mod error;
 mod events;
@@ -69,6 +70,7 @@ pub(crate) struct Context {
     pub(crate) modules: RunningModules,
     pub(crate) recorder: Recorder,
     pub(crate) placement: Placement,
+    pub(crate) attempts: attempts::Attempts,
     pub(crate) config: OperatorConfig,
 }
 
@@ -106,6 +108,7 @@ pub async fn run(
         puller,
         recorder,
         placement: placement.clone(),
+        attempts: attempts::Attempts::default(),
         config: config.clone(),
     });
     let fence = tokio::spawn(fence::run(ctx.clone()));

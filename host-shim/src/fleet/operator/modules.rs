@@ -55,6 +55,8 @@ pub struct RunningModules {
 struct Modules {
     epoch: u64,
     by_key: HashMap<Key, Running>,
+    /// The WasmControllers whose claim this replica wrote (or confirmed) in the current epoch.
+    claimed: std::collections::HashSet<Key>,
 }
 
 impl RunningModules {
@@ -78,6 +80,27 @@ impl RunningModules {
         self.lock().epoch
     }
 
+    /// Records that this replica holds the claim of `key` from `epoch` on (ignored if a fence
+    /// ended that epoch since).
+    pub(crate) fn record_claim(&self, key: &Key, epoch: u64) {
+        let mut modules = self.lock();
+        if modules.epoch == epoch {
+            modules.claimed.insert(key.clone());
+        }
+    }
+
+    /// Forgets this replica's claim of `key` (released, or found to be another's).
+    pub(crate) fn forget_claim(&self, key: &Key) {
+        self.lock().claimed.remove(key);
+    }
+
+    /// Whether this replica holds the claim of `key` in the current epoch: the module runs
+    /// here, or the claim was written since the Lease was last current.
+    pub(crate) fn holds(&self, key: &Key) -> bool {
+        let modules = self.lock();
+        modules.by_key.contains_key(key) || modules.claimed.contains(key)
+    }
+
     /// Whether the host is stopping (its modules end because of that, and are handed over).
     pub(crate) fn host_stopping(&self) -> bool {
         self.host_stop.phase() != crate::runtime::stop::Phase::Running
@@ -95,6 +118,7 @@ impl RunningModules {
         let all: Vec<Running> = {
             let mut modules = self.lock();
             modules.epoch += 1;
+            modules.claimed.clear();
             modules.by_key.drain().map(|(_, r)| r).collect()
         };
         let stopped = all.len();

@@ -19,7 +19,7 @@ use super::modules::{Key, module_name};
 use super::{Context, FINALIZER, status};
 use crate::fleet::oci::pull_secret::{DOCKER_CONFIG_JSON_KEY, credentials_for};
 use crate::fleet::oci::store::Digest;
-use crate::fleet::wasm_controller::{Phase, Validated, WasmController};
+use crate::fleet::wasm_controller::{Phase, Validated, WasmController, WasmControllerStatus};
 use crate::runtime::options::ModuleSource;
 use crate::runtime::supervisor::RunPhase;
 
@@ -37,14 +37,26 @@ pub(crate) async fn reconcile(
 ) -> Result<Action, Error> {
     let namespace = obj.namespace().unwrap_or_default();
     let api: Api<WasmController> = Api::namespaced(ctx.client.clone(), &namespace);
-    if obj.meta().deletion_timestamp.is_some() && claims::held_elsewhere(&obj, &ctx).await {
-        // Its holder stops the module and removes the finalizer; if the holder dies first,
-        // its claim lapses and this replica cleans up.
-        return Ok(Action::requeue(ctx.placement.config().lease_duration));
-    }
+    let (epoch, claimed) = if obj.meta().deletion_timestamp.is_some() {
+        if claims::held_elsewhere(&obj, &ctx).await {
+            // Its holder stops the module and removes the finalizer; if the holder dies
+            // first, its claim lapses and this replica cleans up.
+            return Ok(Action::requeue(ctx.placement.config().lease_duration));
+        }
+        (None, None)
+    } else {
+        // Only the replica holding the claim goes on (and puts the finalizer on).
+        match claims::settle(&obj, &ctx).await? {
+            Gate::Run { epoch, claimed } => (Some(epoch), claimed),
+            Gate::Done(action) => return Ok(action),
+        }
+    };
     finalizer(&api, FINALIZER, obj, |event| async {
         match event {
-            finalizer::Event::Apply(obj) => apply(obj, ctx.clone()).await,
+            finalizer::Event::Apply(obj) => match epoch {
+                Some(epoch) => apply(obj, ctx.clone(), epoch, claimed).await,
+                None => Ok(Action::await_change()),
+            },
             finalizer::Event::Cleanup(obj) => cleanup(obj, ctx.clone()).await,
         }
     })
@@ -65,11 +77,14 @@ fn key_of(obj: &WasmController) -> Key {
     (obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
-async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let (epoch, claimed) = match claims::settle(&obj, &ctx).await? {
-        Gate::Run { epoch, claimed } => (epoch, claimed),
-        Gate::Done(action) => return Ok(action),
-    };
+/// Brings the module of `obj`, whose claim this replica holds since `epoch`, to its spec.
+/// `claimed`: the status as the claim just written left it, if one was.
+async fn apply(
+    obj: Arc<WasmController>,
+    ctx: Arc<Context>,
+    epoch: u64,
+    claimed: Option<WasmControllerStatus>,
+) -> Result<Action, Error> {
     let key = key_of(&obj);
     let generation = obj.meta().generation;
     let api: Api<WasmController> = Api::namespaced(ctx.client.clone(), &key.0);
@@ -82,10 +97,19 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
                        digest: Option<&str>| {
         status::not_running(phase, message, pulled, digest, generation, writer.last())
     };
+    if ctx.modules.started_for(&key).is_none()
+        && let Some(action) = ctx
+            .attempts
+            .wait(&key, generation, std::time::Instant::now())
+    {
+        return Ok(action);
+    }
     let validated = match obj.spec.validate(&key.0) {
         Ok(validated) => validated,
         Err(problems) => {
             let message = problems.join("; ");
+            ctx.attempts
+                .failed(&key, generation, None, std::time::Instant::now());
             ctx.modules.stop(&key, ctx.config.stop_timeout).await;
             event(
                 &ctx,
@@ -115,6 +139,12 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
         let accounts: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), &account.namespace);
         if accounts.get_opt(&account.name).await?.is_none() {
             let message = format!("the ServiceAccount {account} does not exist");
+            ctx.attempts.failed(
+                &key,
+                generation,
+                Some(RETRY_AFTER),
+                std::time::Instant::now(),
+            );
             event(
                 &ctx,
                 &obj,
@@ -136,6 +166,12 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
             } else {
                 (Phase::Failed, "PullFailed", Action::await_change())
             };
+            ctx.attempts.failed(
+                &key,
+                generation,
+                retriable.then_some(RETRY_AFTER),
+                std::time::Instant::now(),
+            );
             event(&ctx, &obj, EventType::Warning, reason, message.clone()).await;
             let status = not_running(&writer, phase, &message, false, None);
             writer.write(status).await?;
@@ -173,6 +209,8 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
         Ok(module) => module.with_options(validated.options),
         Err(err) => {
             let message = format!("module `{name}` {err}");
+            ctx.attempts
+                .failed(&key, generation, None, std::time::Instant::now());
             event(&ctx, &obj, EventType::Warning, "Failed", message.clone()).await;
             let status = not_running(
                 &writer,
@@ -200,6 +238,7 @@ async fn apply(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Er
         // back.
         return Ok(Action::requeue(ctx.placement.config().renew_period));
     };
+    ctx.attempts.forget(&key);
     collect_garbage(&ctx);
     event(
         &ctx,
@@ -307,6 +346,7 @@ fn collect_garbage(ctx: &Context) {
 
 async fn cleanup(obj: Arc<WasmController>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = key_of(&obj);
+    ctx.attempts.forget(&key);
     if ctx.modules.started_for(&key).is_some() {
         ctx.modules.stop(&key, ctx.config.stop_timeout).await;
         collect_garbage(&ctx);

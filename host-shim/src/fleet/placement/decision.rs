@@ -24,7 +24,8 @@ pub enum Decision {
     },
     /// Ours by claim but no longer by membership: stop the module, then clear the claim.
     Release,
-    /// It runs here but another replica holds the claim: stop it at once.
+    /// This replica thought it held the claim, but another replica holds it (or none does):
+    /// stop the module at once, if it runs.
     StopHere,
     /// Another live replica holds it: wait for its release or its Lease's expiry.
     Wait {
@@ -46,22 +47,24 @@ pub struct Situation<'a> {
     pub holder: Option<&'a str>,
     /// Whether the holder, when it is another replica, is alive (its Lease not expired).
     pub holder_alive: bool,
-    /// Whether the module runs here now.
-    pub running_here: bool,
+    /// Whether this replica holds the claim in its current epoch: the module runs here, or
+    /// this replica wrote the claim since its Lease was last current.
+    pub held_here: bool,
 }
 
 /// Decides; see the [module](self) for the rules.
 pub fn decide(s: Situation<'_>) -> Decision {
     let owned = s.owner == Some(s.me);
     match s.holder {
-        Some(holder) if holder == s.me => match (owned, s.running_here) {
+        Some(holder) if holder == s.me => match (owned, s.held_here) {
             (true, true) => Decision::Keep,
-            // Ours by claim but not running (a restart of this replica, a lost Lease since):
-            // the claim is written again, so that no one else's could have come in between.
+            // Ours by claim but not held in this epoch (a restart of this replica, a lost
+            // Lease since): the claim is written again, so that no one else's could have come
+            // in between.
             (true, false) => Decision::Claim { from: None },
             (false, _) => Decision::Release,
         },
-        Some(_) if s.running_here => Decision::StopHere,
+        Some(_) if s.held_here => Decision::StopHere,
         Some(holder) if s.holder_alive => Decision::Wait {
             holder: holder.to_owned(),
         },
@@ -70,7 +73,7 @@ pub fn decide(s: Situation<'_>) -> Decision {
         },
         Some(_) => Decision::Ignore,
         None if owned => Decision::Claim { from: None },
-        None if s.running_here => Decision::StopHere,
+        None if s.held_here => Decision::StopHere,
         None => Decision::Ignore,
     }
 }
@@ -83,14 +86,14 @@ mod tests {
         owner: Option<&'a str>,
         holder: Option<&'a str>,
         holder_alive: bool,
-        running_here: bool,
+        held_here: bool,
     ) -> Situation<'a> {
         Situation {
             me: "a",
             owner,
             holder,
             holder_alive,
-            running_here,
+            held_here,
         }
     }
 
@@ -158,7 +161,7 @@ mod tests {
     }
 
     #[test]
-    fn a_module_running_without_our_claim_stops_at_once() {
+    fn a_module_held_here_without_our_claim_stops_at_once() {
         for owner in [Some("a"), Some("b")] {
             for alive in [true, false] {
                 assert_eq!(

@@ -120,6 +120,11 @@ impl Members {
         self.live.subscribe()
     }
 
+    /// Whether `replica` is among the live members now.
+    pub fn is_live(&self, replica: &str) -> bool {
+        self.live.borrow().iter().any(|m| m == replica)
+    }
+
     /// The live member `module` belongs to, by rendezvous hashing.
     pub fn owner_of(&self, module: &str) -> Option<String> {
         let live = self.live.borrow();

@@ -184,6 +184,15 @@ impl Placement {
         }
     }
 
+    /// Whether this replica sees itself among the live members: until it does (its Lease not
+    /// yet in its view of the membership, or draining), its view cannot say what is its own.
+    /// Always for a sole replica.
+    pub fn sees_itself(&self) -> bool {
+        self.sharded
+            .as_ref()
+            .is_none_or(|s| s.members.is_live(&self.config.replica))
+    }
+
     /// Whether this replica may run modules now (holds a current Lease).
     pub fn is_fresh(&self) -> bool {
         self.sharded.as_ref().is_none_or(|s| s.lease.is_fresh())
