@@ -10,4 +10,9 @@ pub enum Error {
     /// The finalizer machinery failed.
     #[error("finalizer: {0}")]
     Finalizer(String),
+    /// The finalizers changed while this replica added its own: another replica held the
+    /// claim a moment ago and added it first. Tried again at once (after the claim is settled
+    /// again).
+    #[error("the finalizers changed meanwhile: {0}")]
+    FinalizerRace(String),
 }

@@ -26,6 +26,9 @@ use crate::runtime::supervisor::RunPhase;
 /// How long a retriable failure (registry unreachable) waits before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
+/// How soon a reconcile that lost a race for the finalizers is tried again.
+const RACE_RETRY: Duration = Duration::from_millis(500);
+
 /// How old an unused stored module must be before it is removed: one pulled a moment ago may
 /// be about to start for another resource.
 const GARBAGE_MIN_AGE: Duration = Duration::from_secs(600);
@@ -63,12 +66,21 @@ pub(crate) async fn reconcile(
     .await
     .map_err(|e| match e {
         finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+        finalizer::Error::AddFinalizer(kube::Error::Api(status))
+            if status.code == 409 || status.code == 422 =>
+        {
+            Error::FinalizerRace(status.message)
+        }
         other => Error::Finalizer(other.to_string()),
     })
 }
 
 /// What the controller does after a failed reconcile.
 pub(crate) fn error_policy(_obj: Arc<WasmController>, err: &Error, _ctx: Arc<Context>) -> Action {
+    if let Error::FinalizerRace(_) = err {
+        tracing::debug!("reconcile: {err}; again in {RACE_RETRY:?}");
+        return Action::requeue(RACE_RETRY);
+    }
     tracing::warn!("reconcile failed, retrying in {RETRY_AFTER:?}: {err}");
     Action::requeue(RETRY_AFTER)
 }
