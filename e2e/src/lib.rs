@@ -34,6 +34,7 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::Kubeconfig;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -224,6 +225,17 @@ impl Program {
     }
 
     fn spawn_with(mut command: Command, name: &str, echo: bool) -> Program {
+        // A test run started in the background by a shell without job control inherits SIGINT
+        // and SIGQUIT ignored, and so would the programs: they get the defaults a user's
+        // programs have, so that the signal tests test the programs, not how the run began.
+        // SAFETY: `signal` is async-signal-safe, and the hook runs in the child before exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
