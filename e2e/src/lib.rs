@@ -368,6 +368,18 @@ where
     }
 }
 
+/// `Some(())` once `name` no longer exists in `api` (a failed read is not "gone"): a done
+/// condition for [`eventually`].
+pub async fn gone<K>(api: &Api<K>, name: &str) -> Option<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.get_opt(name).await {
+        Ok(None) => Some(()),
+        _ => None,
+    }
+}
+
 /// Polls `check` every 200 ms until it returns `Some`, up to `timeout`.
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
 where

@@ -235,10 +235,7 @@ impl Side {
 
     /// `Some(())` once `name` no longer exists.
     pub async fn gone<K: Object>(&self, name: &str) -> Option<()> {
-        match self.api::<K>().get_opt(name).await {
-            Ok(None) => Some(()),
-            _ => None,
-        }
+        crate::gone(&self.api::<K>(), name).await
     }
 }
 

@@ -5,7 +5,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube_wasm_e2e::audit::audited_requests;
-use kube_wasm_e2e::{HostShim, client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
+use kube_wasm_e2e::{
+    HostShim, client, eventually, fresh_namespace, gone, kubeconfig_for, scratch_dir,
+};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -95,16 +97,7 @@ async fn mirrors_configmaps_into_secrets_and_stops_cleanly() {
     cms.delete("before", &DeleteParams::default())
         .await
         .expect("delete");
-    eventually(WAIT, "Secret before deleted", || async {
-        secrets
-            .get_opt("before")
-            .await
-            .ok()
-            .flatten()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    eventually(WAIT, "Secret before deleted", || gone(&secrets, "before")).await;
     assert!(
         secrets.get_opt("ignored").await.expect("get").is_none(),
         "unlabelled ConfigMaps are not mirrored"

@@ -10,7 +10,7 @@ use kube::api::{
 };
 use kube_wasm_e2e::objects::{generator_resource, install_crd, native_crd};
 use kube_wasm_e2e::side_by_side::{Side, SideBySide, Stop};
-use kube_wasm_e2e::{client, eventually, restart_apiserver};
+use kube_wasm_e2e::{client, eventually, gone, restart_apiserver};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -148,13 +148,9 @@ async fn configmap_generator_wasm_and_native_reach_the_same_state() {
             .expect("generator deleted");
     }
     runs.each(async |side| {
-        eventually(WAIT, &format!("{}: gen-first gone", side.label), || async {
-            generators(side)
-                .get_opt("gen-first")
-                .await
-                .ok()?
-                .is_none()
-                .then_some(())
+        let api = generators(side);
+        eventually(WAIT, &format!("{}: gen-first gone", side.label), || {
+            gone(&api, "gen-first")
         })
         .await;
     })

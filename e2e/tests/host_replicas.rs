@@ -28,7 +28,8 @@ use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::replicas::{Interval, ReplicaLaunch, intervals, now_us, overlaps, settled_on};
 use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{
-    Program, client, eventually, fresh_namespace, restart_apiserver, scratch_dir, until_answered,
+    Program, client, eventually, fresh_namespace, gone, restart_apiserver, scratch_dir,
+    until_answered,
 };
 
 /// A TCP proxy in front of the apiserver whose connections can be cut (and new ones refused)
@@ -556,15 +557,7 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
     }
     for ns in &fleet.namespaces {
         let api = wc::api(&client, ns);
-        eventually(PROMPTLY, "the resource to go", || async {
-            api.get_opt(NAME)
-                .await
-                .ok()
-                .flatten()
-                .is_none()
-                .then_some(())
-        })
-        .await;
+        eventually(PROMPTLY, "the resource to go", || gone(&api, NAME)).await;
     }
     for (_, mut program) in std::mem::take(&mut fleet.running) {
         let _ = program.terminate(Duration::from_secs(30));

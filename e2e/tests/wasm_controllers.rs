@@ -16,7 +16,7 @@ use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::registry;
 use kube_wasm_e2e::wasm_controllers as wc;
-use kube_wasm_e2e::{Program, client, env_path, eventually, fresh_namespace, scratch_dir};
+use kube_wasm_e2e::{Program, client, env_path, eventually, fresh_namespace, gone, scratch_dir};
 use serde_json::{Value, json};
 
 /// Debug builds compile a module in seconds; several reconcile at once on two cores.
@@ -215,15 +215,7 @@ async fn wasm_controllers_run_upgrade_fail_alone_go_away_and_come_back() {
     c.delete("mirror", &DeleteParams::default())
         .await
         .expect("deleted");
-    eventually(PROMPTLY, "c to go away", || async {
-        c.get_opt("mirror")
-            .await
-            .ok()
-            .flatten()
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    eventually(PROMPTLY, "c to go away", || gone(&c, "mirror")).await;
     let open = audited_requests("configmaps", &namespaces[2])
         .into_iter()
         .filter(|r| r.verb == "watch" && !r.stages.iter().any(|s| s == "ResponseComplete"))
