@@ -22,7 +22,9 @@ use kube::runtime::watcher;
 use kube::{Client, CustomResourceExt as _};
 use kube_wasm_e2e::Program;
 use kube_wasm_e2e::objects::mirrored;
-use kube_wasm_e2e::replicas::{Interval, ReplicaLaunch, intervals, now_us, overlaps, settled_on};
+use kube_wasm_e2e::replicas::{
+    Interval, ReplicaLaunch, handoff, held_by, merged_intervals, now_us, overlaps, settled_on,
+};
 use kube_wasm_e2e::wasm_controllers as wc;
 use serde::Serialize;
 
@@ -133,11 +135,7 @@ pub async fn measure(
     mirror_everywhere(client, &namespaces, &format!("{tag}-warm")).await?;
 
     eprintln!("bench:   replicas: SIGKILL r3");
-    let victims: BTreeSet<String> = three
-        .iter()
-        .filter(|(_, host)| *host == "r3")
-        .map(|(ns, _)| ns.clone())
-        .collect();
+    let victims = held_by(&three, "r3");
     let mut killed = fleet.running.remove("r3").context("r3")?;
     let killed_at = Instant::now();
     killed.kill(Duration::from_secs(10))?;
@@ -162,11 +160,7 @@ pub async fn measure(
     let scale_up_moved_elsewhere = moved.iter().filter(|ns| after[**ns] != "r4").count();
 
     eprintln!("bench:   replicas: SIGTERM r4");
-    let handed: Vec<String> = after
-        .iter()
-        .filter(|(_, host)| *host == "r4")
-        .map(|(ns, _)| ns.clone())
-        .collect();
+    let handed = held_by(&after, "r4");
     let mut leaving = fleet.running.remove("r4").context("r4")?;
     let terminated_at = now_us();
     let stop_wait = Duration::from_secs(u64::from(setup.stop_timeout_s) + 30);
@@ -183,23 +177,10 @@ pub async fn measure(
     let mut handoff_s = Vec::new();
     let mut handoff_gap_s = Vec::new();
     for ns in &handed {
-        let Some(runs) = all.get(&format!("{ns}.{NAME}")) else {
-            continue;
-        };
-        let Some(stopped) = runs
-            .iter()
-            .filter(|r| r.replica == "r4")
-            .filter_map(|r| r.stop_us)
-            .max()
-        else {
-            continue;
-        };
-        if let Some(next) = runs
-            .iter()
-            .filter(|r| r.replica == back[ns] && r.start_us >= stopped)
-            .map(|r| r.start_us)
-            .min()
-        {
+        let runs = all
+            .get(&format!("{ns}.{NAME}"))
+            .map_or(&[][..], Vec::as_slice);
+        if let Some((stopped, next)) = handoff(runs, "r4", &back[ns]) {
             handoff_s.push(seconds(next.saturating_sub(terminated_at)));
             handoff_gap_s.push(seconds(next.saturating_sub(stopped)));
         }
@@ -247,21 +228,12 @@ impl Replicas {
     }
 
     fn intervals(&self, now: u128) -> BTreeMap<String, Vec<Interval>> {
-        let mut all: BTreeMap<String, Vec<Interval>> = BTreeMap::new();
         let logs = self
             .running
             .values()
             .map(|p| (p, None))
             .chain(self.ended.iter().map(|(p, killed)| (p, *killed)));
-        for (program, killed_at) in logs {
-            for (module, mut runs) in intervals(&program.stderr.snapshot()) {
-                for run in &mut runs {
-                    run.stop_us = run.stop_us.or(killed_at).or(Some(now));
-                }
-                all.entry(module).or_default().extend(runs);
-            }
-        }
-        all
+        merged_intervals(logs, now)
     }
 
     async fn stop_all(&mut self) {

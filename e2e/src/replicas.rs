@@ -185,6 +185,49 @@ pub fn intervals(lines: &[String]) -> BTreeMap<String, Vec<Interval>> {
     by_module
 }
 
+/// Each module's intervals across replicas, from each replica's `(program, killed_at)`: an
+/// interval still open ends at `killed_at` for a replica that was killed then, else at `now`.
+pub fn merged_intervals<'a>(
+    logs: impl IntoIterator<Item = (&'a Program, Option<u128>)>,
+    now: u128,
+) -> BTreeMap<String, Vec<Interval>> {
+    let mut all: BTreeMap<String, Vec<Interval>> = BTreeMap::new();
+    for (program, killed_at) in logs {
+        for (module, mut runs) in intervals(&program.stderr.snapshot()) {
+            for run in &mut runs {
+                run.stop_us = run.stop_us.or(killed_at).or(Some(now));
+            }
+            all.entry(module).or_default().extend(runs);
+        }
+    }
+    all
+}
+
+/// A module's handoff in its `runs`: when it last stopped on replica `from`, and when it
+/// started next on replica `to` (microseconds); `None` if either did not happen.
+pub fn handoff(runs: &[Interval], from: &str, to: &str) -> Option<(u128, u128)> {
+    let stopped = runs
+        .iter()
+        .filter(|r| r.replica == from)
+        .filter_map(|r| r.stop_us)
+        .max()?;
+    let started = runs
+        .iter()
+        .filter(|r| r.replica == to && r.start_us >= stopped)
+        .map(|r| r.start_us)
+        .min()?;
+    Some((stopped, started))
+}
+
+/// The namespaces whose module `placed` (namespace → replica) puts on `replica`.
+pub fn held_by(placed: &BTreeMap<String, String>, replica: &str) -> BTreeSet<String> {
+    placed
+        .iter()
+        .filter(|(_, host)| *host == replica)
+        .map(|(ns, _)| ns.clone())
+        .collect()
+}
+
 /// Every pair of intervals of one module on two different replicas that overlap, described;
 /// an open interval runs until `now_us`.
 pub fn overlaps(by_module: &BTreeMap<String, Vec<Interval>>, now_us: u128) -> Vec<String> {

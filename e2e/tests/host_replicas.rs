@@ -25,7 +25,9 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::metrics::{free_local_addr, scrape, value};
 use kube_wasm_e2e::objects::mirrored;
-use kube_wasm_e2e::replicas::{Interval, ReplicaLaunch, intervals, now_us, overlaps, settled_on};
+use kube_wasm_e2e::replicas::{
+    Interval, ReplicaLaunch, handoff, held_by, merged_intervals, now_us, overlaps, settled_on,
+};
 use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{
     Program, client, eventually, fresh_namespace, gone, restart_apiserver, scratch_dir,
@@ -234,21 +236,12 @@ impl Fleet {
     /// Every replica's intervals of every module; a killed replica's open ones end at its
     /// death, a running one's at `now`.
     fn intervals(&self, now: u128) -> BTreeMap<String, Vec<Interval>> {
-        let mut all: BTreeMap<String, Vec<Interval>> = BTreeMap::new();
         let logs = self
             .running
             .values()
             .map(|p| (p, None))
             .chain(self.ended.iter().map(|(_, p, killed)| (p, *killed)));
-        for (program, killed_at) in logs {
-            for (module, mut runs) in intervals(&program.stderr.snapshot()) {
-                for run in &mut runs {
-                    run.stop_us = run.stop_us.or(killed_at).or(Some(now));
-                }
-                all.entry(module).or_default().extend(runs);
-            }
-        }
-        all
+        merged_intervals(logs, now)
     }
 }
 
@@ -325,11 +318,7 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
     fleet.mirror_everywhere("before", Instant::now()).await;
 
     // SIGKILL one: its modules run elsewhere; what changed meanwhile is mirrored.
-    let victims: BTreeSet<String> = three
-        .iter()
-        .filter(|(_, host)| *host == "host-c")
-        .map(|(ns, _)| ns.clone())
-        .collect();
+    let victims = held_by(&three, "host-c");
     let mut killed = fleet.running.remove("host-c").expect("host-c");
     let killed_at = Instant::now();
     killed.kill(Duration::from_secs(10)).expect("killed");
@@ -405,11 +394,7 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
     );
 
     // SIGTERM the fourth: handoff, no gap beyond the stop timeout.
-    let handed: BTreeSet<String> = four
-        .iter()
-        .filter(|(_, host)| *host == "host-d")
-        .map(|(ns, _)| ns.clone())
-        .collect();
+    let handed = held_by(&four, "host-d");
     let mut leaving = fleet.running.remove("host-d").expect("host-d");
     leaving
         .terminate(Duration::from_secs(u64::from(STOP_TIMEOUT_S) + 30))
@@ -419,19 +404,8 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
     let all = fleet.intervals(now_us());
     let mut gaps = Vec::new();
     for ns in &handed {
-        let runs = &all[&format!("{ns}.{NAME}")];
-        let stopped = runs
-            .iter()
-            .filter(|r| r.replica == "host-d")
-            .filter_map(|r| r.stop_us)
-            .max()
-            .expect("host-d ran it and stopped it");
-        let next = runs
-            .iter()
-            .filter(|r| r.replica == back[ns] && r.start_us >= stopped)
-            .map(|r| r.start_us)
-            .min()
-            .expect("the next replica started it after");
+        let (stopped, next) = handoff(&all[&format!("{ns}.{NAME}")], "host-d", &back[ns])
+            .expect("host-d ran and stopped it, and the next replica started it after");
         gaps.push(Duration::from_micros(
             u64::try_from(next - stopped).unwrap_or(u64::MAX),
         ));

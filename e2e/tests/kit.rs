@@ -95,3 +95,29 @@ fn replica_intervals_pair_starts_with_stops_and_overlaps_are_found() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].starts_with("ns.n"), "{found:?}");
 }
+
+#[test]
+fn a_handoff_is_the_last_stop_on_one_replica_and_the_next_start_on_the_other() {
+    use kube_wasm_e2e::replicas::{Interval, handoff, held_by};
+    let run = |replica: &str, start_us, stop_us| Interval {
+        replica: replica.into(),
+        start_us,
+        stop_us,
+    };
+    let runs = [
+        run("b", 1, Some(5)),
+        run("a", 6, Some(20)),
+        run("b", 22, None),
+        run("b", 30, None),
+    ];
+    assert_eq!(handoff(&runs, "a", "b"), Some((20, 22)));
+    assert_eq!(handoff(&runs, "a", "c"), None, "never started on c");
+    assert_eq!(handoff(&runs, "c", "b"), None, "never ran on c");
+    let placed = [("ns1", "a"), ("ns2", "b"), ("ns3", "a")]
+        .map(|(ns, host)| (ns.to_owned(), host.to_owned()))
+        .into();
+    assert_eq!(
+        held_by(&placed, "a"),
+        ["ns1", "ns3"].map(String::from).into()
+    );
+}
