@@ -318,17 +318,9 @@ mod tests {
 
     fn measured(resume: Vec<ResumePoint>) -> Measured {
         Measured {
-            context: Vec::new(),
             variants: vec![Variant::WasmSuspend],
-            unavailable: Vec::new(),
-            ns: Vec::new(),
-            ring: Vec::new(),
-            churn: Vec::new(),
             resume,
-            statics: None,
-            idle_code: Vec::new(),
-            replicas: None,
-            replicas_skipped: None,
+            ..Measured::default()
         }
     }
 

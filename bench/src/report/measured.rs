@@ -18,7 +18,7 @@ pub struct Unavailable {
 }
 
 /// Everything measured, and the parameters.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Measured {
     /// When the run started (RFC 3339-ish, from `date`), and the machine.
     pub context: Vec<(String, String)>,

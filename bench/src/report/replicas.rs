@@ -131,17 +131,8 @@ mod tests {
 
     fn measured(run: ReplicasRun) -> Measured {
         Measured {
-            context: Vec::new(),
-            variants: Vec::new(),
-            unavailable: Vec::new(),
-            ns: Vec::new(),
-            ring: Vec::new(),
-            churn: Vec::new(),
-            resume: Vec::new(),
-            statics: None,
-            idle_code: Vec::new(),
             replicas: Some(run),
-            replicas_skipped: None,
+            ..Measured::default()
         }
     }
 
