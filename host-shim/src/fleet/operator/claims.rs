@@ -55,21 +55,8 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
     }
     let epoch = ctx.modules.epoch();
     let cached = situation_of(obj, &key, ctx).await;
-    match decide(cached.as_situation()) {
-        Decision::Keep => {
-            return Ok(Gate::Run {
-                epoch,
-                claimed: None,
-            });
-        }
-        Decision::Ignore => return Ok(Gate::Done(Action::await_change())),
-        // Its release is a change of the resource; its expiry changes the members.
-        Decision::Wait { .. } => {
-            return Ok(Gate::Done(Action::requeue(
-                placement.config().lease_duration,
-            )));
-        }
-        _ => {}
+    if let Some(gate) = without_writes(&decide(cached.as_situation()), epoch, ctx) {
+        return Ok(gate);
     }
     let api: Api<WasmController> = Api::namespaced(ctx.client.clone(), &key.0);
     for _ in 0..ATTEMPTS {
@@ -79,20 +66,16 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
         let now = situation_of(&fresh, &key, ctx).await;
         let resource_version = fresh.resource_version().unwrap_or_default();
         let name = module_name(&key);
-        match decide(now.as_situation()) {
-            Decision::Keep => {
-                return Ok(Gate::Run {
-                    epoch,
-                    claimed: None,
-                });
-            }
-            Decision::Ignore => return Ok(Gate::Done(Action::await_change())),
-            Decision::Wait { holder } => {
-                tracing::debug!("{name}: held by replica {holder}; waiting");
-                return Ok(Gate::Done(Action::requeue(
-                    placement.config().lease_duration,
-                )));
-            }
+        let decision = decide(now.as_situation());
+        if let Decision::Wait { holder } = &decision {
+            tracing::debug!("{name}: held by replica {holder}; waiting");
+        }
+        if let Some(gate) = without_writes(&decision, epoch, ctx) {
+            return Ok(gate);
+        }
+        match decision {
+            // Answered just above.
+            Decision::Keep | Decision::Ignore | Decision::Wait { .. } => {}
             Decision::StopHere => {
                 ctx.modules.forget_claim(&key);
                 ctx.modules
@@ -164,6 +147,23 @@ pub(crate) async fn settle(obj: &Arc<WasmController>, ctx: &Arc<Context>) -> Res
         }
     }
     Ok(Gate::Done(Action::requeue(Duration::from_millis(200))))
+}
+
+/// The answer to a decision that changes nothing here — keep running, not ours, wait for
+/// the holder — which the cached object is enough for; `None` for the others.
+fn without_writes(decision: &Decision, epoch: u64, ctx: &Context) -> Option<Gate> {
+    match decision {
+        Decision::Keep => Some(Gate::Run {
+            epoch,
+            claimed: None,
+        }),
+        Decision::Ignore => Some(Gate::Done(Action::await_change())),
+        // Its release is a change of the resource; its expiry changes the members.
+        Decision::Wait { .. } => Some(Gate::Done(Action::requeue(
+            ctx.placement.config().lease_duration,
+        ))),
+        Decision::Claim { .. } | Decision::Release | Decision::StopHere => None,
+    }
 }
 
 /// Whether a WasmController being deleted is another live replica's to clean up: then this
