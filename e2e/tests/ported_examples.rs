@@ -74,6 +74,16 @@ fn terminate(side: &mut Side) -> ExitStatus {
         .unwrap_or_else(|e| panic!("{label} exits: {e}"))
 }
 
+/// The exit statuses of the wasm and the native side (in that order): the native program
+/// died of the SIGTERM it never listens for, and the host ended the same way.
+fn assert_both_died_of_sigterm(statuses: &[ExitStatus]) {
+    let [wasm, native] = statuses else {
+        panic!("two statuses: {statuses:?}")
+    };
+    assert_eq!(native.signal(), Some(15), "native: {native}");
+    assert_eq!(wasm.signal(), native.signal(), "wasm: {wasm}");
+}
+
 /// A pod no scheduler will place (the test cluster has none): it stays Pending.
 fn pending_pod(name: &str) -> Pod {
     serde_json::from_value(serde_json::json!({
@@ -122,13 +132,7 @@ async fn pod_watcher_logs_the_same_in_the_host_as_natively() {
             "INFO pod_watcher: saw after"
         ]
     );
-    assert_eq!(statuses[1].signal(), Some(15), "native: {}", statuses[1]);
-    assert_eq!(
-        statuses[0].signal(),
-        statuses[1].signal(),
-        "wasm: {}",
-        statuses[0]
-    );
+    assert_both_died_of_sigterm(&statuses);
 }
 
 const SYNC_LABEL: (&str, &str) = ("configmap-secret-syncer.nullable.se/sync", "true");
@@ -349,11 +353,5 @@ async fn a_watcher_from_a_workspace_of_its_own_logs_the_same_in_the_host_as_nati
             format!("INFO {prefix} contents: CaConfigMap"),
         ]
     );
-    assert_eq!(statuses[1].signal(), Some(15), "native: {}", statuses[1]);
-    assert_eq!(
-        statuses[0].signal(),
-        statuses[1].signal(),
-        "wasm: {}",
-        statuses[0]
-    );
+    assert_both_died_of_sigterm(&statuses);
 }
