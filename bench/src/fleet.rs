@@ -79,6 +79,9 @@ pub struct Setup {
     /// Whether the host releases the code of modules no instance runs (the manifest's
     /// `releaseIdleCode`, on in the host by default).
     pub release_idle_code: bool,
+    /// Whether the host compiles modules in a child process (the manifest's
+    /// `compileInChild`, on in the host by default).
+    pub compile_in_child: bool,
 }
 
 /// One ring controller: it copies Rings from `source` to `target`.
@@ -108,22 +111,26 @@ pub fn manifest(setup: &Setup, variant: Variant, links: &[Link], metrics: Socket
     let entries: Vec<Entry> = links
         .iter()
         .enumerate()
-        .map(|(i, link)| {
-            let mut entry = Entry::with_wasm(&format!("ring-{i}"), &setup.ring_wasm)
-                .namespace(&link.source)
-                .env("RING_SOURCE", &link.source)
-                .env("RING_TARGET", &link.target);
-            if link.ballast_mib > 0 {
-                entry = entry.env("RING_BALLAST_MIB", &link.ballast_mib.to_string());
-            }
-            if variant == Variant::WasmSuspend {
-                let idle_after = quote(&setup.suspend_idle_after);
-                entry = entry.field(&format!("suspend: {{idleAfter: {idle_after}}}"));
-            }
-            entry
-        })
+        .map(|(i, link)| ring_entry(setup, variant, i, link, &setup.ring_wasm))
         .collect();
     host_manifest(setup, variant != Variant::WasmUnshared, &entries, metrics)
+}
+
+/// The manifest entry of ring controller `i` (named `ring-<i>`) serving `link` as `variant`,
+/// from the module file `wasm`.
+pub fn ring_entry(setup: &Setup, variant: Variant, i: usize, link: &Link, wasm: &Path) -> Entry {
+    let mut entry = Entry::with_wasm(&format!("ring-{i}"), wasm)
+        .namespace(&link.source)
+        .env("RING_SOURCE", &link.source)
+        .env("RING_TARGET", &link.target);
+    if link.ballast_mib > 0 {
+        entry = entry.env("RING_BALLAST_MIB", &link.ballast_mib.to_string());
+    }
+    if variant == Variant::WasmSuspend {
+        let idle_after = quote(&setup.suspend_idle_after);
+        entry = entry.field(&format!("suspend: {{idleAfter: {idle_after}}}"));
+    }
+    entry
 }
 
 /// The host manifest of `entries`, with the host settings of `setup`.
@@ -134,8 +141,9 @@ pub fn host_manifest(
     metrics: SocketAddr,
 ) -> String {
     let settings = format!(
-        "sharedWatches: {shared_watches}\nreleaseIdleCode: {}\nmetricsAddr: {}",
+        "sharedWatches: {shared_watches}\nreleaseIdleCode: {}\ncompileInChild: {}\nmetricsAddr: {}",
         setup.release_idle_code,
+        setup.compile_in_child,
         quote(&metrics.to_string()),
     );
     render(&setup.module_cache.to_string_lossy(), &settings, entries)
@@ -234,6 +242,23 @@ impl Fleet {
     /// If a process is gone.
     pub fn memory(&self) -> anyhow::Result<Sample> {
         memory::of_processes(&self.pids())
+    }
+
+    /// The median of three memory samples 1 s apart, once every process is found alive.
+    ///
+    /// # Errors
+    /// If a process exited.
+    pub async fn idle_memory(&mut self) -> anyhow::Result<Sample> {
+        self.check_alive()?;
+        let mut samples = Vec::new();
+        for i in 0..3 {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            samples.push(self.memory()?);
+        }
+        samples.sort_by_key(|s| s.pss_kib);
+        Ok(samples[1])
     }
 
     /// The host's metrics now (`None` for native controllers).
@@ -403,6 +428,7 @@ mod tests {
             module_cache: "/c".into(),
             suspend_idle_after: "2s".into(),
             release_idle_code: true,
+            compile_in_child: true,
         };
         let links = [
             Link {
@@ -420,12 +446,15 @@ mod tests {
         let shared = manifest(&setup, Variant::Wasm, &links, addr);
         assert!(shared.contains("sharedWatches: true"), "{shared}");
         assert!(shared.contains("releaseIdleCode: true"), "{shared}");
+        assert!(shared.contains("compileInChild: true"), "{shared}");
         let kept = Setup {
             release_idle_code: false,
+            compile_in_child: false,
             ..setup.clone()
         };
         let kept = manifest(&kept, Variant::Wasm, &links, addr);
         assert!(kept.contains("releaseIdleCode: false"), "{kept}");
+        assert!(kept.contains("compileInChild: false"), "{kept}");
         assert!(
             shared.contains(
                 "    env:\n      \"RING_SOURCE\": \"a-0\"\n      \"RING_TARGET\": \"a-1\"\n  - "

@@ -68,20 +68,6 @@ fn generator_crd() -> anyhow::Result<CustomResourceDefinition> {
     .context("the ConfigMapGenerator CRD")
 }
 
-/// The median of three memory samples 1 s apart.
-async fn idle_memory(fleet: &mut Fleet) -> anyhow::Result<Sample> {
-    fleet.check_alive()?;
-    let mut samples = Vec::new();
-    for i in 0..3 {
-        if i > 0 {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        samples.push(fleet.memory()?);
-    }
-    samples.sort_by_key(|s| s.pss_kib);
-    Ok(samples[1])
-}
-
 impl Bench {
     /// Runs every fleet of the lever with the host's `releaseIdleCode` off, then on, and
     /// returns the launches. `examples` are the examples' `.wasm` files (by file stem);
@@ -219,7 +205,7 @@ impl Bench {
             });
         }
         tokio::time::sleep(self.params.settle).await;
-        let idle = idle_memory(&mut fleet).await?;
+        let idle = fleet.idle_memory().await?;
         let timeout = self.params.cycle_timeout;
         let next = self.mirror(&configs, &secrets, "next", timeout).await?;
         let warm = self.mirror(&configs, &secrets, "warm", timeout).await?;
@@ -306,7 +292,7 @@ impl Bench {
             cycle(p.cycle_timeout).await?;
         }
         tokio::time::sleep(p.settle).await;
-        let idle = idle_memory(&mut fleet).await?;
+        let idle = fleet.idle_memory().await?;
         let next = cycle(p.cycle_timeout).await?;
         let warm = cycle(p.cycle_timeout).await?;
         fleet.check_alive()?;

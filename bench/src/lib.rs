@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod cluster;
+pub mod cold_start;
 pub mod fleet;
 pub mod idle_code;
 pub mod memory;

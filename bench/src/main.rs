@@ -99,14 +99,18 @@ struct Cli {
     /// Ring controllers of the idle-code lever (also with --quick).
     #[arg(long, default_value_t = 100)]
     idle_code_n: usize,
+    /// Distinct modules of the cold start (copies of the ring module, empty cache, compiled
+    /// in the host then in a child; also with --quick, which makes it 20); 0 skips it.
+    #[arg(long, default_value_t = 100)]
+    cold_start_n: usize,
     /// WasmControllers of the replicas workload (three, then four host replicas sharing them
     /// through Leases: failover, handoff, modules moved); 0 skips it. Needs the
     /// configmap-mirror module among `--example-wasm`.
     #[arg(long, default_value_t = 30)]
     replicas_modules: usize,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
-    /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each (replacing those
-    /// options).
+    /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each, cold start of at
+    /// most 20 modules (replacing those options).
     #[arg(long)]
     quick: bool,
 }
@@ -149,6 +153,7 @@ async fn main() -> anyhow::Result<()> {
         cli.instantiations = 50;
         cli.resume_mib = vec![0, 4, 16];
         cli.resumes = 2;
+        cli.cold_start_n = cli.cold_start_n.min(20);
     }
     require_file(&cli.host_shim, "the host shim")?;
     require_file(&cli.ring_native, "the native ring controller")?;
@@ -164,6 +169,7 @@ async fn main() -> anyhow::Result<()> {
         module_cache: out.join("module-cache"),
         suspend_idle_after: cli.suspend_idle_after.clone(),
         release_idle_code: true,
+        compile_in_child: true,
     };
     let mut context = machine_context();
     context.push((
@@ -312,6 +318,14 @@ async fn main() -> anyhow::Result<()> {
             )
             .await?;
     }
+    let mut cold_start = Vec::new();
+    if cli.cold_start_n > 0 && variants.contains(&Variant::Wasm) {
+        launch += 1;
+        cold_start = bench
+            .cold_start(cli.cold_start_n, &format!("b{stamp}-{launch}"))
+            .await
+            .context("the cold start")?;
+    }
     let mirror_wasm = cli
         .example_wasm
         .iter()
@@ -351,6 +365,7 @@ async fn main() -> anyhow::Result<()> {
         resume,
         statics: Some(statics),
         idle_code,
+        cold_start,
         replicas,
         replicas_skipped,
     });

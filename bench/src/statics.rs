@@ -87,13 +87,13 @@ pub async fn measure(
         }
         // The first load stores the entry if it is not cached yet.
         cache
-            .load_or_compile(&engine, &bytes)
+            .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
             .map_err(|e| anyhow::anyhow!("caching {}: {e:?}", path.display()))?;
         let mut cache_load_ms = Vec::new();
         for _ in 0..repeats {
             let t = Instant::now();
             let (module, source) = cache
-                .load_or_compile(&engine, &bytes)
+                .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
                 .map_err(|e| anyhow::anyhow!("loading {}: {e:?}", path.display()))?;
             let took = t.elapsed().as_secs_f64() * 1000.0;
             anyhow::ensure!(

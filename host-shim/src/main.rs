@@ -22,9 +22,12 @@ use oci_client::secrets::RegistryAuth;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    // Before the first thread starts: glibc reads its arena limit as threads first allocate.
-    tune_malloc();
     let cli = Cli::parse();
+    // Before the first thread starts: glibc reads its arena limit as threads first allocate.
+    // Not for a compile, which is short-lived and allocates from every core at once.
+    if !matches!(cli.command, Command::Compile(_)) {
+        tune_malloc();
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -49,6 +52,12 @@ fn main() -> ExitCode {
             print!("{yaml}");
             HostExit::Status(0)
         }),
+        Command::Compile(args) => host_shim::runtime::compiler::compile_stream(
+            args.pool(),
+            &mut std::io::stdin().lock(),
+            &mut std::io::stdout().lock(),
+        )
+        .map(|()| HostExit::Status(0)),
     };
     // No task may run on once the host decided how to end (nor catch a re-raised signal).
     drop(runtime);

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
 use crate::idle_code::IdleCodeRun;
 use crate::replicas::ReplicasRun;
@@ -38,6 +39,9 @@ pub struct Measured {
     pub statics: Option<Statics>,
     /// The idle-code lever's launches, off then on (empty when it did not run).
     pub idle_code: Vec<IdleCodeRun>,
+    /// The cold starts of distinct modules, compiled in the host then in a child (empty
+    /// when it did not run).
+    pub cold_start: Vec<ColdStartRun>,
     /// The replicas workload, if it ran.
     pub replicas: Option<ReplicasRun>,
     /// Why it did not, if it did not.

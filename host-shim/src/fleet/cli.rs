@@ -1,5 +1,6 @@
 //! The command line: `host-shim run [OPTIONS] MODULE.wasm...`,
-//! `host-shim run [OPTIONS] --manifest host.yaml`, or `host-shim push MODULE.wasm REFERENCE`.
+//! `host-shim run [OPTIONS] --manifest host.yaml`, `host-shim push MODULE.wasm REFERENCE`,
+//! `host-shim crd`, or `host-shim compile < MODULE.wasm > MODULE.cwasm`.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,32 @@ pub enum Command {
     /// Print the CustomResourceDefinition of `WasmController` (`kube-wasm.dev/v1alpha1`) as
     /// YAML, for `kubectl apply -f -` (deploy/wasmcontroller-crd.yaml is this output).
     Crd,
+    /// Compile a module for this host's engine: the wasm on stdin, the precompiled artifact
+    /// on stdout, errors on stderr and a non-zero exit. `host-shim run` runs this as a child
+    /// on a cache miss so that the serving process never runs the compiler.
+    Compile(CompileArgs),
+}
+
+/// Options of `host-shim compile`: the engine configuration of the host that asks.
+#[derive(Debug, Args)]
+pub struct CompileArgs {
+    /// Compile for a host with a pooling allocator of this many instances.
+    #[arg(long, value_name = "N", requires = "pool_max_memory_bytes")]
+    pub pool_instances: Option<u32>,
+
+    /// The pooling allocator's largest linear memory, in bytes.
+    #[arg(long, value_name = "BYTES", requires = "pool_instances")]
+    pub pool_max_memory_bytes: Option<u64>,
+}
+
+impl CompileArgs {
+    /// The pool the asking host's engine was made with.
+    pub fn pool(&self) -> Option<crate::runtime::engine::PoolSize> {
+        Some(crate::runtime::engine::PoolSize {
+            instances: self.pool_instances?,
+            max_memory_bytes: self.pool_max_memory_bytes?,
+        })
+    }
 }
 
 /// Options of `host-shim push`.

@@ -11,6 +11,9 @@
 //! releaseIdleCode: true              # optional, default true: a module's compiled code
 //!                                    #   leaves memory while no instance runs it (see
 //!                                    #   `idle_code`)
+//! compileInChild: true               # optional, default true: modules are compiled by a
+//!                                    #   `host-shim compile` child process, so the host
+//!                                    #   never holds the compiler's memory (see `compiler`)
 //! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
 //!                                    #   (default: <cacheDir>/suspended; see `suspend`)
 //! insecureRegistries: [127.0.0.1:5000]  # optional: registries reached over plain HTTP
@@ -91,6 +94,9 @@ pub struct Manifest {
     /// Whether the resident pages of a module's compiled code are released while no instance
     /// runs it (`releaseIdleCode`, default true; see [`crate::runtime::idle_code`]).
     pub release_idle_code: bool,
+    /// Whether modules are compiled in a child process (`compileInChild`, default true; see
+    /// [`crate::runtime::compiler`]).
+    pub compile_in_child: bool,
     /// Where snapshots of suspended modules go (`suspendDir`), if set.
     pub suspend_dir: Option<PathBuf>,
     /// Registries reached over plain HTTP (`insecureRegistries`, `host[:port]`).
@@ -153,6 +159,7 @@ struct RawManifest {
     metrics_addr: Option<String>,
     shared_watches: Option<bool>,
     release_idle_code: Option<bool>,
+    compile_in_child: Option<bool>,
     suspend_dir: Option<String>,
     #[serde(default)]
     insecure_registries: Vec<String>,
@@ -304,6 +311,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         metrics_addr,
         shared_watches: raw.shared_watches.unwrap_or(true),
         release_idle_code: raw.release_idle_code.unwrap_or(true),
+        compile_in_child: raw.compile_in_child.unwrap_or(true),
         suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
         insecure_registries: raw.insecure_registries,
         modules,
@@ -420,6 +428,7 @@ stopTimeout: 3s
 metricsAddr: "127.0.0.1:9090"
 sharedWatches: false
 releaseIdleCode: false
+compileInChild: false
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
   - name: mirror-a
@@ -445,6 +454,7 @@ modules:
         );
         assert!(!manifest.shared_watches);
         assert!(!manifest.release_idle_code);
+        assert!(!manifest.compile_in_child);
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0].options;

@@ -15,6 +15,7 @@ use crate::fleet::config::ClusterSource;
 use crate::fleet::manifest::{MAX_MEMORY_LIMIT, Manifest, ManifestError};
 use crate::fleet::oci::RegistrySettings;
 use crate::fleet::placement::PlacementConfig;
+use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::PoolSize;
 use crate::runtime::host::Settings;
 use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
@@ -161,6 +162,11 @@ impl RunConfig {
             release_idle_code: defaults
                 .release_idle_code
                 .filter(|_| manifest.is_none_or(|m| m.release_idle_code)),
+            compiler: if manifest.is_none_or(|m| m.compile_in_child) {
+                Compiler::this_binary()
+            } else {
+                Compiler::InProcess
+            },
             ..defaults
         };
         Self {
@@ -236,6 +242,7 @@ stopTimeout: 5s
 metricsAddr: 127.0.0.1:9002
 sharedWatches: false
 releaseIdleCode: false
+compileInChild: false
 requestTimeout: 7s
 entryDeadline: 3s
 modules:
@@ -305,6 +312,7 @@ modules:
         );
         assert!(config.settings.shared_watches.is_none());
         assert_eq!(config.settings.release_idle_code, None);
+        assert_eq!(config.settings.compiler, Compiler::InProcess);
         assert_eq!(config.settings.cache_dir, Some(PathBuf::from("/m/cache")));
         assert_eq!(
             config.settings.suspend_dir,
@@ -344,6 +352,11 @@ modules:
             "idle code released unless told not to"
         );
         assert!(defaults.release_idle_code.is_some());
+        assert_eq!(
+            config.settings.compiler,
+            Compiler::this_binary(),
+            "compiled in a child unless told not to"
+        );
         assert_eq!(config.settings.limits, defaults.limits);
         assert_eq!(config.settings.entry_deadline, defaults.entry_deadline);
         assert_eq!(

@@ -138,15 +138,18 @@ impl ModuleCache {
         &self.dir
     }
 
-    /// The module for `wasm`: from a checked cache entry, or compiled now and stored.
-    /// CPU-bound: call from a blocking thread. A failure to store is logged, not returned.
+    /// The module for `wasm`: from a checked cache entry, or precompiled now by `precompile`
+    /// (an artifact as [`Engine::precompile_module`] makes it, for this `engine`: see
+    /// [`crate::runtime::compiler::Compiler::precompile`]) and stored. CPU-bound: call from a
+    /// blocking thread. A failure to store is logged, not returned.
     ///
     /// # Errors
-    /// If `wasm` does not compile.
+    /// If `wasm` does not compile (`precompile`'s error).
     pub fn load_or_compile(
         &self,
         engine: &Engine,
         wasm: &[u8],
+        precompile: impl FnOnce(&[u8]) -> wasmtime::Result<Vec<u8>>,
     ) -> wasmtime::Result<(Module, Source)> {
         let name = entry_name(engine, wasm);
         let path = self.dir.join(format!("{name}.cwasm"));
@@ -171,22 +174,20 @@ impl ModuleCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!("cannot read cache entry {}: {e}", path.display()),
         }
-        let module = Module::new(engine, wasm)?;
-        match module.serialize() {
-            Ok(artifact) => match self.store_entry(&name, &path, &tag_path, &artifact) {
-                Ok(()) => {
-                    if let Ok(Some(stored)) = self.open_entry(&name, &path, &tag_path) {
-                        // SAFETY: as for a cached entry above: checked with this cache's HMAC.
-                        if let Ok(mapped) = unsafe { Module::deserialize_open_file(engine, stored) }
-                        {
-                            return Ok((mapped, Source::Stored));
-                        }
+        let artifact = precompile(wasm)?;
+        match self.store_entry(&name, &path, &tag_path, &artifact) {
+            Ok(()) => {
+                if let Ok(Some(stored)) = self.open_entry(&name, &path, &tag_path) {
+                    // SAFETY: as for a cached entry above: checked with this cache's HMAC.
+                    if let Ok(mapped) = unsafe { Module::deserialize_open_file(engine, stored) } {
+                        return Ok((mapped, Source::Stored));
                     }
                 }
-                Err(e) => tracing::warn!("cannot store cache entry {}: {e}", path.display()),
-            },
-            Err(e) => tracing::warn!("cannot serialise a compiled module: {e}"),
+            }
+            Err(e) => tracing::warn!("cannot store cache entry {}: {e}", path.display()),
         }
+        // SAFETY: `precompile` is this host's compiler, and the artifact never left memory.
+        let module = unsafe { Module::deserialize(engine, &artifact) }?;
         Ok((module, Source::Compiled))
     }
 
@@ -350,8 +351,14 @@ mod tests {
             fs::metadata(&dir).expect("dir").permissions().mode() & 0o777,
             0o700
         );
-        let (_, first) = cache.load_or_compile(&engine, &wasm).expect("compiles");
-        let (module, second) = cache.load_or_compile(&engine, &wasm).expect("loads");
+        let (_, first) = cache
+            .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
+            .expect("compiles");
+        let (module, second) = cache
+            .load_or_compile(&engine, &wasm, |_| {
+                Err(wasmtime::format_err!("a hit compiles nothing"))
+            })
+            .expect("loads");
         assert_eq!((first, second), (Source::Stored, Source::Cached));
         // The mapped artifact runs.
         let mut store = wasmtime::Store::new(&engine, ());
@@ -381,7 +388,9 @@ mod tests {
         let engine = Engine::default();
         let wasm = wat::parse_str(WAT).expect("wat");
         let cache = ModuleCache::open(&dir).expect("opens");
-        cache.load_or_compile(&engine, &wasm).expect("compiles");
+        cache
+            .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
+            .expect("compiles");
         let name = entry_name(&engine, &wasm);
         let entry = dir.join(format!("{name}.cwasm"));
         let tag = dir.join(format!("{name}.tag"));
@@ -389,15 +398,23 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         fs::write(&entry, &bytes).expect("tamper");
-        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
+        let (_, source) = cache
+            .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
+            .expect("recompiles");
         assert_eq!(source, Source::Stored, "a changed artifact is not trusted");
-        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("loads");
+        let (_, source) = cache
+            .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
+            .expect("loads");
         assert_eq!(source, Source::Cached, "the entry was written again");
         fs::write(&tag, b"KWASMC2\nshort").expect("tamper");
-        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
+        let (_, source) = cache
+            .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
+            .expect("recompiles");
         assert_eq!(source, Source::Stored, "a malformed tag is not trusted");
         fs::remove_file(&tag).expect("remove the tag");
-        let (_, source) = cache.load_or_compile(&engine, &wasm).expect("recompiles");
+        let (_, source) = cache
+            .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
+            .expect("recompiles");
         assert_eq!(
             source,
             Source::Stored,
@@ -406,7 +423,9 @@ mod tests {
         // A cache with another key (another host's folder copied in) does not trust it.
         fs::write(dir.join(KEY_FILE), [9u8; 32]).expect("new key");
         let other = ModuleCache::open(&dir).expect("opens");
-        let (_, source) = other.load_or_compile(&engine, &wasm).expect("recompiles");
+        let (_, source) = other
+            .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
+            .expect("recompiles");
         assert_eq!(source, Source::Stored);
         let _ = fs::remove_dir_all(&dir);
     }

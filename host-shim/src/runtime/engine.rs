@@ -1,12 +1,8 @@
-//! The wasmtime engine: configuration, the epoch ticker that bounds each guest entry, and
-//! module compilation.
+//! The wasmtime engine: its configuration, and the epoch ticker that bounds each guest entry.
 
-use std::path::Path;
 use std::time::Duration;
 
-use wasmtime::{
-    Config, Engine, EngineWeak, InstanceAllocationStrategy, Module, PoolingAllocationConfig,
-};
+use wasmtime::{Config, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// The size of a pooling instance allocator: how many modules may be instantiated at once
 /// and how large one linear memory may grow.
@@ -60,22 +56,6 @@ pub fn new_engine(pool: Option<PoolSize>) -> wasmtime::Result<Engine> {
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
     }
     Engine::new(&config)
-}
-
-/// Compiles the module at `path`. CPU-bound: call it from a blocking thread.
-///
-/// # Errors
-/// If the file cannot be read or is not a valid wasm module.
-pub fn compile_file(engine: &Engine, path: &Path) -> wasmtime::Result<Module> {
-    Module::from_file(engine, path)
-}
-
-/// Compiles a module from wasm bytes.
-///
-/// # Errors
-/// If the bytes are not a valid wasm module.
-pub fn compile_bytes(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Module> {
-    Module::new(engine, bytes)
 }
 
 /// Advances an engine's epoch every `tick` on its own OS thread, so that the tick goes on even

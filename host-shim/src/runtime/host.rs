@@ -12,6 +12,7 @@ use wasmtime::{Engine, Linker};
 use crate::backoff::Backoff;
 use crate::metrics::Metrics;
 use crate::runtime::cache::{ModuleCache, Source};
+use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
@@ -59,6 +60,10 @@ pub struct Settings {
     /// [`cache_dir`](Self::cache_dir), else `kube-wasm-suspended` in the system's temporary
     /// folder. Created on the first suspend; if it cannot be, modules stay resident.
     pub suspend_dir: Option<PathBuf>,
+    /// Where modules are compiled: in this process (the default here) or, as `host-shim run`
+    /// does unless its manifest says `compileInChild: false`, in a child process (see
+    /// [`crate::runtime::compiler`]).
+    pub compiler: Compiler,
     /// Release the resident pages of a module's compiled code (a mapping of its cache file)
     /// once no instance of it has run for this long (see [`crate::runtime::idle_code`]);
     /// `None`: never. Default 2 s.
@@ -85,6 +90,7 @@ impl Default for Settings {
             backoff: Backoff::default(),
             shared_watches: None,
             suspend_dir: None,
+            compiler: Compiler::InProcess,
             release_idle_code: Some(DEFAULT_RELEASE_IDLE_CODE),
         }
     }
@@ -270,11 +276,15 @@ impl Host {
             return Ok(known.named(name, ModuleOptions::default()));
         }
         let prepared = suspend::prepare(bytes);
+        let (engine, compiler, pool) =
+            (&inner.engine, &inner.settings.compiler, inner.settings.pool);
         let (module, source) = match &inner.cache {
-            Some(cache) => cache.load_or_compile(&inner.engine, &prepared.wasm),
-            None => {
-                engine::compile_bytes(&inner.engine, &prepared.wasm).map(|m| (m, Source::Compiled))
-            }
+            Some(cache) => cache.load_or_compile(engine, &prepared.wasm, |wasm| {
+                compiler.precompile(engine, pool, wasm)
+            }),
+            None => compiler
+                .module(engine, pool, &prepared.wasm)
+                .map(|m| (m, Source::Compiled)),
         }
         .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
         tracing::debug!(module = name, ?source, suspendable = ?prepared.suspendable, "module ready");

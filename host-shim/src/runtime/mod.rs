@@ -1,4 +1,5 @@
-//! The runtime core, embeddable as a library: an [`engine`] compiles modules, a [`Host`]
+//! The runtime core, embeddable as a library: an [`engine`] compiles modules (in a child
+//! process, [`compiler`], when the host runs as `host-shim run`), a [`Host`]
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
 //! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]), and the [`supervisor`] runs them all, restarting each
@@ -9,6 +10,7 @@
 
 pub mod abi;
 pub mod cache;
+pub mod compiler;
 pub mod engine;
 pub mod host;
 pub mod idle_code;

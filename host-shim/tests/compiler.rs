@@ -1,0 +1,147 @@
+//! Compiling in a child process (`Settings::compiler`, `host-shim compile`): the host's own
+//! binary compiles a module on a cache miss, the host maps the stored artifact and runs it; a
+//! module the child cannot compile is a compile error carrying the child's words.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::{Guest, idle_upstream, test_settings};
+use host_shim::runtime::compiler::Compiler;
+use host_shim::runtime::module::ModuleError;
+use host_shim::{Host, ModuleOutcome, Settings, Supervisor};
+
+fn child() -> Compiler {
+    Compiler::Child {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_host-shim")),
+    }
+}
+
+/// A cache folder the host accepts (mode 0700).
+fn cache_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir
+}
+
+fn entries(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("cache folder")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        })
+        .count()
+}
+
+async fn runs_to_exit(host: &Host, module: host_shim::runtime::module::LoadedModule) {
+    let reports = tokio::time::timeout(
+        Duration::from_secs(30),
+        Supervisor::new(host.clone(), Duration::from_secs(5)).run_all(vec![module]),
+    )
+    .await
+    .expect("the module ends within 30 s");
+    assert!(
+        matches!(reports[0].outcome, ModuleOutcome::Exited(0)),
+        "{:?}",
+        reports[0].outcome
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_child_compiles_into_the_cache_and_the_host_runs_it() {
+    let cache = cache_dir();
+    let (settings, _) = test_settings();
+    let settings = Settings {
+        cache_dir: Some(cache.path().to_owned()),
+        compiler: child(),
+        ..settings
+    };
+    let host = Host::new(idle_upstream(), settings.clone()).expect("host");
+    let wasm = Guest::new("(drop (call $delay (i64.const 10)))").wasm();
+    let module = host.load_bytes("a", &wasm).expect("the child compiles it");
+    assert_eq!(entries(cache.path()), 1, "the artifact is stored");
+    runs_to_exit(&host, module).await;
+
+    // A second host finds the entry: a compiler that cannot run is not needed.
+    let cached = Host::new(
+        idle_upstream(),
+        Settings {
+            compiler: Compiler::Child {
+                program: PathBuf::from("/nonexistent/host-shim"),
+            },
+            ..settings
+        },
+    )
+    .expect("host");
+    let module = cached.load_bytes("a", &wasm).expect("a cache hit");
+    runs_to_exit(&cached, module).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_cache_the_childs_artifact_is_loaded_from_memory() {
+    let (settings, _) = test_settings();
+    let host = Host::new(
+        idle_upstream(),
+        Settings {
+            cache_dir: None,
+            compiler: child(),
+            ..settings
+        },
+    )
+    .expect("host");
+    let wasm = Guest::new("(drop (call $delay (i64.const 10)))").wasm();
+    let module = host.load_bytes("a", &wasm).expect("the child compiles it");
+    runs_to_exit(&host, module).await;
+}
+
+#[tokio::test]
+async fn what_the_child_cannot_compile_is_a_compile_error_in_its_words() {
+    let cache = cache_dir();
+    let (settings, _) = test_settings();
+    let host = Host::new(
+        idle_upstream(),
+        Settings {
+            cache_dir: Some(cache.path().to_owned()),
+            compiler: child(),
+            ..settings
+        },
+    )
+    .expect("host");
+    // Valid wasm that does not validate: `i32.add` with nothing on the stack.
+    let invalid = wat::parse_str("(module (func (drop (i32.add))))").expect("wat");
+    match host.load_bytes("bad", &invalid) {
+        Err(ModuleError::Compile(reason)) => {
+            assert!(reason.contains("type mismatch"), "{reason}")
+        }
+        Err(other) => panic!("not a compile error: {other}"),
+        Ok(_) => panic!("an invalid module loaded"),
+    }
+    assert_eq!(entries(cache.path()), 0, "nothing is stored");
+}
+
+#[tokio::test]
+async fn a_host_whose_compiler_cannot_start_says_so() {
+    let (settings, _) = test_settings();
+    let host = Host::new(
+        idle_upstream(),
+        Settings {
+            cache_dir: None,
+            compiler: Compiler::Child {
+                program: PathBuf::from("/nonexistent/host-shim"),
+            },
+            ..settings
+        },
+    )
+    .expect("host");
+    let wasm = Guest::new("(drop (call $delay (i64.const 10)))").wasm();
+    match host.load_bytes("a", &wasm) {
+        Err(ModuleError::Compile(reason)) => {
+            assert!(reason.contains("starting the compiler"), "{reason}")
+        }
+        Err(other) => panic!("not a compile error: {other}"),
+        Ok(_) => panic!("compiled without a compiler: not in a child"),
+    }
+}
