@@ -1,6 +1,6 @@
 //! Idle code (`Settings::release_idle_code`): the compiled code of a module loaded from the
 //! cache is released once no module of that wasm has run for the release time, and not
-//! while one of them is inside a guest entry.
+//! while one of them is inside a guest entry; the host binary's code once no module has run.
 
 mod common;
 
@@ -104,6 +104,11 @@ async fn code_is_released_when_no_module_of_it_runs_and_not_while_one_does() {
         1,
         "released once, after `busy` spun and went idle"
     );
+    assert_eq!(
+        host.host_code_releases(),
+        1,
+        "the host's code is released with the last module's"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,4 +133,5 @@ async fn code_is_kept_when_the_host_is_told_to() {
         .await;
     assert!(matches!(reports[0].outcome, ModuleOutcome::Exited(0)));
     assert_eq!(module.code_releases(), 0);
+    assert_eq!(host.host_code_releases(), 0);
 }

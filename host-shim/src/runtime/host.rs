@@ -14,6 +14,7 @@ use crate::metrics::Metrics;
 use crate::runtime::cache::{ModuleCache, Source};
 use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
+use crate::runtime::idle_code::Code;
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
 use crate::runtime::options::ModuleOptions;
@@ -65,8 +66,8 @@ pub struct Settings {
     /// [`crate::runtime::compiler`]).
     pub compiler: Compiler,
     /// Release the resident pages of a module's compiled code (a mapping of its cache file)
-    /// once no instance of it has run for this long (see [`crate::runtime::idle_code`]);
-    /// `None`: never. Default 2 s.
+    /// once no instance of it has run for this long, and those of the host binary's code
+    /// once no module has (see [`crate::runtime::idle_code`]); `None`: never. Default 2 s.
     pub release_idle_code: Option<Duration>,
 }
 
@@ -122,6 +123,9 @@ pub(crate) struct HostInner {
     loading: Mutex<()>,
     /// This host's folder of snapshots, made on the first suspend.
     snapshots: LazySnapshotDir,
+    /// The host binary's code, released once no module has run for
+    /// [`Settings::release_idle_code`] (`None`: never released).
+    host_code: Option<Arc<Code>>,
     _ticker: EpochTicker,
 }
 
@@ -173,6 +177,7 @@ impl Host {
                 .clone()
                 .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref())),
         );
+        let releases_code = settings.release_idle_code.is_some();
         let metrics = Metrics::new();
         let watch_cache = settings
             .shared_watches
@@ -190,6 +195,7 @@ impl Host {
                 compiled: Mutex::new(HashMap::new()),
                 loading: Mutex::new(()),
                 snapshots,
+                host_code: releases_code.then(|| Arc::new(Code::of_host_binary())),
                 _ticker: ticker,
             }),
         })
@@ -230,6 +236,15 @@ impl Host {
             }
         }
         self.inner.metrics.set_cache(entries, bytes);
+    }
+
+    /// How many times the host binary's code was released because no module had run for
+    /// [`Settings::release_idle_code`] (see [`crate::runtime::idle_code`]).
+    pub fn host_code_releases(&self) -> u64 {
+        self.inner
+            .host_code
+            .as_ref()
+            .map_or(0, |code| code.releases())
     }
 
     /// The upstream API server, as the host's own identity.
@@ -325,6 +340,7 @@ impl Host {
             entry_deadline: settings.entry_deadline,
             entry_tick_budget: settings.entry_tick_budget(),
             release_idle_code: settings.release_idle_code,
+            host_code: inner.host_code.as_ref(),
         };
         module::run_module(&cx, module, stop).await
     }

@@ -1,4 +1,5 @@
-//! Releasing the compiled code of a module that no instance is running.
+//! Releasing the compiled code of a module that no instance is running, and the host's own
+//! code once no module is running.
 //!
 //! A module loaded from the cache of precompiled modules is a private, read-only mapping of
 //! its `.cwasm` file (see [`crate::runtime::cache`]): its machine code and the data its
@@ -27,6 +28,18 @@
 //! checked in `/proc/self/pagemap`, and a range holding any anonymous page is never released
 //! (see [`Release::NotClean`]).
 //!
+//! # The host's own code
+//!
+//! The host binary is the same kind of mapping: a private, read-only mapping of the
+//! executable, of which start-up (kubeconfig, TLS, the engine, the linker) touches pages
+//! that an idle host never runs again — about 13 MiB of host-shim's text with one idle
+//! module. [`Code::of_host_binary`] covers the executable's clean read-only mappings (its
+//! text, read-only data and unwind tables; not the relocated `.data.rel.ro`, whose pages are
+//! anonymous copies), and every module entry also counts as running it: once no instance of
+//! any module has run for the release time, the host's pages are released too. The host's
+//! own tasks (watches, timers, Lease renewals) fault back the pages they run, so what stays
+//! resident is the idle host's working set.
+//!
 //! The alternatives: `MADV_PAGEOUT` is safe for any page but evicts clean file pages from
 //! the page cache too when no other process maps them, so the next event reads the disk;
 //! `MADV_COLD` only ages the pages, which stay resident until memory is short, so the
@@ -35,11 +48,12 @@
 
 use std::fs::File;
 use std::io::{self, Read as _, Seek as _, SeekFrom};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// The page-aligned image of a compiled module that is a file mapping: start address and
-/// length in bytes.
+/// A page-aligned range of a private, read-only file mapping (a compiled module's image, or
+/// part of the host binary): start address and length in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Image {
     start: usize,
@@ -59,11 +73,13 @@ struct Use {
     releases: u64,
 }
 
-/// The compiled code of one module, shared by all its instances (every module of the host
-/// loaded from the same wasm): whether it can be released, and who is running it.
+/// Machine code in file mappings, and who is running it: the compiled code of one module,
+/// shared by all its instances (every module of the host loaded from the same wasm), or the
+/// host binary's code ([`Code::of_host_binary`]), run by every module.
 #[derive(Debug)]
-pub struct ModuleCode {
-    image: Option<Image>,
+pub struct Code {
+    /// Empty: nothing that can be released.
+    images: Vec<Image>,
     state: Mutex<Use>,
 }
 
@@ -92,7 +108,7 @@ pub enum Release {
 /// Marks one instance as running the code until dropped.
 #[must_use = "the instance counts as running only while this lives"]
 #[derive(Debug)]
-pub struct Entered(Arc<ModuleCode>);
+pub struct Entered(Arc<Code>);
 
 impl Drop for Entered {
     fn drop(&mut self) {
@@ -111,29 +127,52 @@ fn page_size() -> usize {
         .unwrap_or(4096)
 }
 
-impl ModuleCode {
+impl Code {
     /// The code of `module`; `file_backed` says whether it was deserialised from a file
     /// (`Module::deserialize_open_file`), which makes it releasable.
     pub fn new(module: &wasmtime::Module, file_backed: bool) -> Self {
         let range = module.image_range();
-        Self::for_range(file_backed.then_some((range.start as usize, range.end as usize)))
+        Self::for_ranges(
+            file_backed
+                .then_some((range.start as usize, range.end as usize))
+                .into_iter(),
+        )
     }
 
-    /// Code in the file mapping `[start, end)` (`None`: not a file mapping). The range is
-    /// shrunk to whole pages: a mapping starts on a page, and its last, partial page is left
-    /// alone.
-    fn for_range(range: Option<(usize, usize)>) -> Self {
+    /// The host binary's code: the mappings of the running executable that are private,
+    /// not writable, and hold only file pages now (text, read-only data, unwind tables; not
+    /// the relocated `.data.rel.ro`). Read from `/proc/self/maps`; nothing (never released)
+    /// if it cannot be read.
+    pub fn of_host_binary() -> Self {
+        let ranges = match executable_mappings() {
+            Ok(ranges) => ranges,
+            Err(err) => {
+                tracing::debug!("the host binary's mappings cannot be read: {err}");
+                Vec::new()
+            }
+        };
+        let mut code = Self::for_ranges(ranges.into_iter());
+        code.images
+            .retain(|&image| only_file_pages(image).unwrap_or(false));
+        code
+    }
+
+    /// Code in the file mappings `[start, end)`. Each range is shrunk to whole pages: a
+    /// mapping starts on a page, and its last, partial page is left alone.
+    fn for_ranges(ranges: impl Iterator<Item = (usize, usize)>) -> Self {
         let page = page_size();
-        let image = range.and_then(|(start, end)| {
-            let start = start.checked_next_multiple_of(page)?;
-            let end = end - end % page;
-            (end > start).then_some(Image {
-                start,
-                len: end - start,
+        let images = ranges
+            .filter_map(|(start, end)| {
+                let start = start.checked_next_multiple_of(page)?;
+                let end = end - end % page;
+                (end > start).then_some(Image {
+                    start,
+                    len: end - start,
+                })
             })
-        });
+            .collect();
         Self {
-            image,
+            images,
             state: Mutex::new(Use {
                 running: 0,
                 last_exit: None,
@@ -167,9 +206,9 @@ impl ModuleCode {
     /// running it, and none has for `idle` (measured at `now`). A running instance that
     /// enters while the pages are released only takes page faults: nothing is lost.
     pub fn release_if_idle(&self, idle: Duration, now: Instant) -> Release {
-        let Some(image) = self.image else {
+        if self.images.is_empty() {
             return Release::NotFileBacked;
-        };
+        }
         let mut state = self.lock();
         if state.running > 0 {
             return Release::Running;
@@ -183,29 +222,71 @@ impl ModuleCode {
         }
         // Checked and released under the lock, so an instance entering meanwhile waits for
         // the (sub-millisecond) release rather than faulting pages in while it happens.
-        match only_file_pages(image) {
-            Ok(true) => {}
-            Ok(false) => return Release::NotClean,
-            Err(err) => return Release::Failed(err.raw_os_error().unwrap_or(0)),
+        for &image in &self.images {
+            match only_file_pages(image) {
+                Ok(true) => {}
+                Ok(false) => return Release::NotClean,
+                Err(err) => return Release::Failed(err.raw_os_error().unwrap_or(0)),
+            }
         }
-        // SAFETY: the range is a private, read-only file mapping of this module that lives
-        // as long as `self` (it belongs to the `Module` whose image it is), and it holds no
-        // anonymous page (checked just above; a read-only mapping cannot gain one), so
-        // dropping its pages loses nothing: each comes back from the file on its next touch.
-        let result = unsafe {
-            libc::madvise(
-                image.start as *mut libc::c_void,
-                image.len,
-                libc::MADV_DONTNEED,
-            )
-        };
-        if result != 0 {
-            return Release::Failed(io::Error::last_os_error().raw_os_error().unwrap_or(0));
+        for &image in &self.images {
+            // SAFETY: the range is a private, read-only file mapping that lives as long as
+            // `self` (it belongs to the `Module` whose image it is, or to the executable),
+            // and it holds no anonymous page (checked just above; a read-only mapping cannot
+            // gain one), so dropping its pages loses nothing: each comes back from the file
+            // on its next touch.
+            let result = unsafe {
+                libc::madvise(
+                    image.start as *mut libc::c_void,
+                    image.len,
+                    libc::MADV_DONTNEED,
+                )
+            };
+            if result != 0 {
+                return Release::Failed(io::Error::last_os_error().raw_os_error().unwrap_or(0));
+            }
         }
         state.released = true;
         state.releases += 1;
-        Release::Done { bytes: image.len }
+        Release::Done {
+            bytes: self.images.iter().map(|image| image.len).sum(),
+        }
     }
+}
+
+/// The ranges `[start, end)` of the running executable's private, not writable mappings,
+/// from `/proc/self/maps` (the executable is recognised by device and inode, or by the path
+/// `/proc/self/exe` names, which works too for a binary replaced on disk since it started).
+fn executable_mappings() -> io::Result<Vec<(usize, usize)>> {
+    use std::os::unix::fs::MetadataExt as _;
+    let exe = std::fs::metadata("/proc/self/exe")?;
+    let exe_path = std::fs::read_link("/proc/self/exe")?;
+    let maps = std::fs::read_to_string("/proc/self/maps")?;
+    Ok(maps
+        .lines()
+        .filter_map(|line| {
+            // `start-end perms offset major:minor inode path`
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            let _offset = fields.next()?;
+            let (major, minor) = fields.next()?.split_once(':')?;
+            let inode: u64 = fields.next()?.parse().ok()?;
+            let dev = libc::makedev(
+                u32::from_str_radix(major, 16).ok()?,
+                u32::from_str_radix(minor, 16).ok()?,
+            );
+            let path = fields.collect::<Vec<_>>().join(" ");
+            let private_read_only =
+                perms.starts_with('r') && !perms.contains('w') && perms.ends_with('p');
+            let executable =
+                (inode == exe.ino() && dev == exe.dev()) || Path::new(&path) == exe_path;
+            (private_read_only && executable).then_some((
+                usize::from_str_radix(start, 16).ok()?,
+                usize::from_str_radix(end, 16).ok()?,
+            ))
+        })
+        .collect())
 }
 
 /// Whether every page of `image` that is resident or swapped is a file page (bit 61 of its
@@ -287,12 +368,17 @@ mod tests {
 
         /// Pages of the mapping in this process's page tables.
         fn resident_pages(&self) -> usize {
+            Self::resident_in(self.start, self.len)
+        }
+
+        /// Pages of `[start, start + len)` in this process's page tables.
+        fn resident_in(start: usize, len: usize) -> usize {
             let page = page_size();
             let mut pagemap = File::open("/proc/self/pagemap").expect("pagemap");
             pagemap
-                .seek(SeekFrom::Start((self.start / page * 8) as u64))
+                .seek(SeekFrom::Start((start / page * 8) as u64))
                 .expect("seek");
-            let mut entries = vec![0u8; self.len / page * 8];
+            let mut entries = vec![0u8; len / page * 8];
             pagemap.read_exact(&mut entries).expect("read");
             entries
                 .chunks_exact(8)
@@ -300,8 +386,8 @@ mod tests {
                 .count()
         }
 
-        fn code(&self) -> Arc<ModuleCode> {
-            Arc::new(ModuleCode::for_range(Some((
+        fn code(&self) -> Arc<Code> {
+            Arc::new(Code::for_ranges(std::iter::once((
                 self.start,
                 self.start + self.len,
             ))))
@@ -392,8 +478,37 @@ mod tests {
     }
 
     #[test]
+    fn the_host_binarys_code_is_released_and_runs_on() {
+        let code = Arc::new(Code::of_host_binary());
+        assert!(
+            !code.images.is_empty(),
+            "the test binary's text is a clean file mapping"
+        );
+        let resident = |code: &Code| -> usize {
+            code.images
+                .iter()
+                .map(|image| Mapping::resident_in(image.start, image.len))
+                .sum()
+        };
+        let before = resident(&code);
+        drop(code.enter());
+        assert!(matches!(
+            code.release_if_idle(Duration::ZERO, Instant::now()),
+            Release::Done { .. }
+        ));
+        let after = resident(&code);
+        assert!(
+            after < before / 2,
+            "{before} resident pages before the release, {after} after"
+        );
+        // Whatever ran since (this test, the harness) came back from the file.
+        let text: String = (0..3).map(|i| i.to_string()).collect();
+        assert_eq!(text, "012");
+    }
+
+    #[test]
     fn code_compiled_in_memory_is_never_released() {
-        let code = Arc::new(ModuleCode::for_range(None));
+        let code = Arc::new(Code::for_ranges(std::iter::empty()));
         drop(code.enter());
         assert_eq!(
             code.release_if_idle(Duration::ZERO, Instant::now()),
@@ -424,7 +539,7 @@ mod tests {
             wasmtime::Module::deserialize_open_file(&engine, File::open(&path).expect("open"))
         }
         .expect("deserialises");
-        let code = Arc::new(ModuleCode::new(&module, true));
+        let code = Arc::new(Code::new(&module, true));
         let call = || {
             let _running = code.enter();
             let mut store = wasmtime::Store::new(&engine, ());

@@ -8,7 +8,7 @@ use wasmtime::{InstancePre, Linker};
 
 use super::outcome::ModuleError;
 use crate::runtime::abi::exports::check_imports;
-use crate::runtime::idle_code::ModuleCode;
+use crate::runtime::idle_code::Code;
 use crate::runtime::options::ModuleOptions;
 use crate::runtime::state::HostState;
 use crate::runtime::suspend::Suspendable;
@@ -20,7 +20,7 @@ pub struct LoadedModule {
     name: String,
     module: wasmtime::Module,
     /// Its compiled code: who runs it, and whether it can be released while no one does.
-    code: Arc<ModuleCode>,
+    code: Arc<Code>,
     /// The module with its imports resolved against the host's linker, or why that failed.
     pre: Result<InstancePre<HostState>, ModuleError>,
     /// Whether its instances can be suspended to disk.
@@ -56,7 +56,7 @@ impl LoadedModule {
             });
         Self {
             name: name.to_owned(),
-            code: Arc::new(ModuleCode::new(&module, file_backed)),
+            code: Arc::new(Code::new(&module, file_backed)),
             module,
             pre,
             suspendable,
@@ -100,7 +100,7 @@ impl LoadedModule {
     }
 
     /// Its compiled code, shared with every module of the same wasm.
-    pub(crate) fn code(&self) -> &Arc<ModuleCode> {
+    pub(crate) fn code(&self) -> &Arc<Code> {
         &self.code
     }
 

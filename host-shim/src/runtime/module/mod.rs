@@ -196,7 +196,9 @@ async fn run_inner(
         idle,
         last_entry: Instant::now(),
         release: cx.release_idle_code.map(|after| CodeRelease {
-            code: module.code().clone(),
+            codes: std::iter::once(module.code().clone())
+                .chain(cx.host_code.cloned())
+                .collect(),
             after,
             armed: false,
             last_exit: Instant::now(),

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleOutcome};
-use crate::runtime::idle_code::{Entered, ModuleCode, Release};
+use crate::runtime::idle_code::{Code, Entered, Release};
 use crate::runtime::ops::{OpTable, QueuedCompletion};
 use crate::runtime::stop::Phase;
 use crate::runtime::suspend::{IdleThreshold, SnapshotLayout};
@@ -20,9 +20,12 @@ pub(super) struct Idle {
     pub(super) threshold: IdleThreshold,
 }
 
-/// When a module's compiled code is released (see [`crate::runtime::idle_code`]).
+/// When a module's compiled code, and the host's own, are released (see
+/// [`crate::runtime::idle_code`]).
 pub(super) struct CodeRelease {
-    pub(super) code: Arc<ModuleCode>,
+    /// The module's code, then the host binary's: each counts this module's entries. Code
+    /// that can never be released is dropped from the list.
+    pub(super) codes: Vec<Arc<Code>>,
     /// How long no instance may have run it first.
     pub(super) after: Duration,
     /// Whether this module entered the guest since it last asked for a release.
@@ -97,16 +100,18 @@ impl Shell {
         }
     }
 
-    /// Counts this instance as running its code until the guard is dropped (around each
-    /// guest entry), and arms the next release.
-    pub(super) fn enter(&mut self) -> Option<Entered> {
-        let release = self.release.as_mut()?;
+    /// Counts this instance as running its code and the host's until the guards are dropped
+    /// (around each guest entry), and arms the next release.
+    pub(super) fn enter(&mut self) -> Vec<Entered> {
+        let Some(release) = self.release.as_mut() else {
+            return Vec::new();
+        };
         release.armed = true;
-        Some(release.code.enter())
+        release.codes.iter().map(Code::enter).collect()
     }
 
     /// Ends what [`enter`](Self::enter) began: the instance no longer runs the code.
-    pub(super) fn exit(&mut self, entered: Option<Entered>) {
+    pub(super) fn exit(&mut self, entered: Vec<Entered>) {
         drop(entered);
         if let Some(release) = &mut self.release {
             release.last_exit = Instant::now();
@@ -120,33 +125,35 @@ impl Shell {
         release.last_exit.checked_add(release.after)
     }
 
-    /// Releases the module's code if no instance of it has run for the release time, and
-    /// disarms the release until the module is entered again (the instance that runs the
-    /// code last is the one whose release finds it idle).
+    /// Releases the module's code if no instance of it has run for the release time, and the
+    /// host's if no module has, and disarms the release until the module is entered again
+    /// (the instance that runs the code last is the one whose release finds it idle).
     pub(super) fn release_code(&mut self) {
         let Some(release) = self.release.as_mut() else {
             return;
         };
         release.armed = false;
-        let outcome = release
-            .code
-            .release_if_idle(release.after, std::time::Instant::now());
-        match outcome {
-            Release::Done { bytes } => {
-                tracing::debug!(
-                    "module `{}`: released {bytes} bytes of idle code",
-                    self.name
-                );
+        let now = std::time::Instant::now();
+        let name = &self.name;
+        release.codes.retain(|code| {
+            let outcome = code.release_if_idle(release.after, now);
+            match outcome {
+                Release::Done { bytes } => {
+                    tracing::debug!("module `{name}`: released {bytes} bytes of idle code");
+                    true
+                }
+                Release::NotClean | Release::Failed(_) => {
+                    tracing::warn!(
+                        "module `{name}`: idle code cannot be released ({outcome:?}); it stays resident"
+                    );
+                    false
+                }
+                Release::NotFileBacked => false,
+                Release::Running | Release::Recent | Release::AlreadyReleased => true,
             }
-            Release::NotClean | Release::Failed(_) => {
-                tracing::warn!(
-                    "module `{}`: its idle code cannot be released ({outcome:?}); it stays resident",
-                    self.name
-                );
-                self.release = None;
-            }
-            Release::NotFileBacked => self.release = None,
-            Release::Running | Release::Recent | Release::AlreadyReleased => {}
+        });
+        if release.codes.is_empty() {
+            self.release = None;
         }
     }
 
