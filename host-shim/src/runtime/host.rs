@@ -67,7 +67,8 @@ pub struct Settings {
     pub compiler: Compiler,
     /// Release the resident pages of a module's compiled code (a mapping of its cache file)
     /// once no instance of it has run for this long, and those of the host binary's code
-    /// once no module has (see [`crate::runtime::idle_code`]); `None`: never. Default 2 s.
+    /// once no module has, and every such period while none is running (see
+    /// [`crate::runtime::idle_code`]); `None`: never. Default 2 s.
     pub release_idle_code: Option<Duration>,
 }
 
@@ -124,7 +125,8 @@ pub(crate) struct HostInner {
     /// This host's folder of snapshots, made on the first suspend.
     snapshots: LazySnapshotDir,
     /// The host binary's code, released once no module has run for
-    /// [`Settings::release_idle_code`] (`None`: never released).
+    /// [`Settings::release_idle_code`], and every such period while no module is inside an
+    /// entry (`None`: never released).
     host_code: Option<Arc<Code>>,
     _ticker: EpochTicker,
 }
@@ -177,7 +179,14 @@ impl Host {
                 .clone()
                 .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref())),
         );
-        let releases_code = settings.release_idle_code.is_some();
+        let host_code = match settings.release_idle_code {
+            Some(after) => {
+                let code = Arc::new(Code::of_host_binary());
+                code.release_every(after)?;
+                Some(code)
+            }
+            None => None,
+        };
         let metrics = Metrics::new();
         let watch_cache = settings
             .shared_watches
@@ -195,7 +204,7 @@ impl Host {
                 compiled: Mutex::new(HashMap::new()),
                 loading: Mutex::new(()),
                 snapshots,
-                host_code: releases_code.then(|| Arc::new(Code::of_host_binary())),
+                host_code,
                 _ticker: ticker,
             }),
         })

@@ -36,9 +36,12 @@
 //! module. [`Code::of_host_binary`] covers the executable's clean read-only mappings (its
 //! text, read-only data and unwind tables; not the relocated `.data.rel.ro`, whose pages are
 //! anonymous copies), and every module entry also counts as running it: once no instance of
-//! any module has run for the release time, the host's pages are released too. The host's
+//! any module has run for the release time, the host's pages are released too — and, since
+//! a module woken every second by a timer never lets the host be idle that long, also every
+//! release time whenever no module is inside an entry ([`Code::release_every`]). The host's
 //! own tasks (watches, timers, Lease renewals) fault back the pages they run, so what stays
-//! resident is the idle host's working set.
+//! resident is the host's working set, not its start-up. The kernel may drop these clean
+//! pages under memory pressure anyway; releasing them only does it sooner.
 //!
 //! The alternatives: `MADV_PAGEOUT` is safe for any page but evicts clean file pages from
 //! the page cache too when no other process maps them, so the next event reads the disk;
@@ -195,6 +198,32 @@ impl Code {
         state.released = false;
         drop(state);
         Entered(self.clone())
+    }
+
+    /// Releases the code every `period` on a thread of its own whenever no instance is
+    /// inside an entry at that moment and one has run since the last release, however
+    /// recently: for the host binary's code, so that a module woken by a short timer (which
+    /// never lets the host go idle for the release time) does not keep start-up code
+    /// resident. The thread ends once the code is dropped.
+    ///
+    /// # Errors
+    /// If the OS refuses to start a thread.
+    pub fn release_every(self: &Arc<Self>, period: Duration) -> io::Result<()> {
+        let code = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("kube-wasm-code".into())
+            .stack_size(64 << 10)
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(period);
+                    let Some(code) = code.upgrade() else { break };
+                    match code.release_if_idle(Duration::ZERO, Instant::now()) {
+                        Release::NotFileBacked | Release::NotClean | Release::Failed(_) => break,
+                        _ => {}
+                    }
+                }
+            })?;
+        Ok(())
     }
 
     /// How many times the code was released.
@@ -504,6 +533,33 @@ mod tests {
         // Whatever ran since (this test, the harness) came back from the file.
         let text: String = (0..3).map(|i| i.to_string()).collect();
         assert_eq!(text, "012");
+    }
+
+    #[test]
+    fn code_run_a_moment_ago_is_released_by_the_periodic_release() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mapping = Mapping::new(dir.path(), 8, false);
+        let code = mapping.code();
+        let running = code.enter();
+        mapping.touch();
+        code.release_every(Duration::from_millis(20))
+            .expect("thread");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(code.releases(), 0, "not while an instance runs");
+        assert_eq!(mapping.resident_pages(), 8);
+        drop(running);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while code.releases() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            code.releases(),
+            1,
+            "released without waiting for an idle time"
+        );
+        assert_eq!(mapping.resident_pages(), 0);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(code.releases(), 1, "not again until it runs again");
     }
 
     #[test]
