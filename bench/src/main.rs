@@ -159,6 +159,11 @@ async fn main() -> anyhow::Result<()> {
     require_file(&cli.ring_native, "the native ring controller")?;
     require_file(&cli.ring_wasm, "the ring controller module")?;
     require_file(&cli.audit_log, "the audit log")?;
+    // The host reads module paths relative to its manifest's folder.
+    for wasm in &mut cli.example_wasm {
+        require_file(wasm, "an example module")?;
+        *wasm = std::path::absolute(&*wasm)?;
+    }
     let out = std::path::absolute(&cli.out).context("the output folder")?;
     std::fs::create_dir_all(&out)?;
     let setup = Setup {
