@@ -8,7 +8,8 @@
 #
 # Builds release binaries once: host-shim and the driver, the native ring controller (its own
 # feature resolution, as a user builds it), and the ring controller and the examples for
-# wasm32-wasip1. Provisions and starts the control plane exactly as scripts/test.sh does.
+# wasm32-wasip1; for the mixed fleet, the examples and parity scenario controllers natively
+# and the parity scenario controllers for wasm32-wasip1. Provisions and starts the control plane exactly as scripts/test.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +38,12 @@ cargo build --release -p ring-controller
 wasm_pkgs=(-p ring-controller)
 for example in "${examples[@]}"; do wasm_pkgs+=(-p "$example"); done
 cargo build --release --target wasm32-wasip1 "${wasm_pkgs[@]}"
+# The mixed and edge fleets: every kind natively too (the examples and the parity scenario
+# controllers; the ring controller is built above), and the parity scenarios for wasm32.
+native_pkgs=(-p parity-scenarios)
+for example in "${examples[@]}"; do native_pkgs+=(-p "$example"); done
+cargo build --release --bins "${native_pkgs[@]}"
+cargo build --release --target wasm32-wasip1 --bins -p parity-scenarios
 
 step "start a control plane"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-bench-cp.XXXXXX")
@@ -59,5 +66,7 @@ done
   --ring-native "$target/release/ring-controller" \
   --ring-wasm "$target/wasm32-wasip1/release/ring-controller.wasm" \
   "${example_args[@]}" \
+  --native-dir "$target/release" \
+  --wasm-dir "$target/wasm32-wasip1/release" \
   --out "$out" \
   "$@"

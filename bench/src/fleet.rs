@@ -186,6 +186,28 @@ impl Fleet {
         })
     }
 
+    /// Starts native processes, each `(name, command)` with its stdout and stderr in
+    /// `<dir>/<name>.out` and `.err`.
+    ///
+    /// # Errors
+    /// If a process cannot be started or a log file made.
+    pub fn start_processes(commands: Vec<(String, Command)>, dir: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut children = Vec::with_capacity(commands.len());
+        for (name, mut command) in commands {
+            let child = command
+                .stdout(log_file(dir, &format!("{name}.out"))?)
+                .stderr(log_file(dir, &format!("{name}.err"))?)
+                .spawn()
+                .with_context(|| format!("starting {name}"))?;
+            children.push(child);
+        }
+        Ok(Self {
+            children,
+            metrics_addr: None,
+        })
+    }
+
     /// Starts one host running the manifest `manifest` makes for a metrics address, with its
     /// output in `dir` (which exists).
     ///

@@ -69,6 +69,24 @@ fn generator_crd() -> anyhow::Result<CustomResourceDefinition> {
 }
 
 impl Bench {
+    /// Applies the CRD the configmap-generator example serves.
+    ///
+    /// # Errors
+    /// If the apiserver refuses it.
+    pub async fn apply_generator_crd(&self) -> anyhow::Result<()> {
+        let crds = Api::<CustomResourceDefinition>::all(self.client.clone());
+        let crd = generator_crd()?;
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        crds.patch(
+            &name,
+            &PatchParams::apply("kube-wasm-bench").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .context("applying the ConfigMapGenerator CRD")?;
+        Ok(())
+    }
+
     /// Runs every fleet of the lever with the host's `releaseIdleCode` off, then on, and
     /// returns the launches. `examples` are the examples' `.wasm` files (by file stem);
     /// without configmap-mirror among them the examples fleet is skipped. `ring_n`: the
@@ -87,16 +105,7 @@ impl Bench {
             .iter()
             .any(|p| p.file_stem().is_some_and(|s| s == "configmap-mirror"));
         if has_mirror {
-            let crds = Api::<CustomResourceDefinition>::all(self.client.clone());
-            let crd = generator_crd()?;
-            let name = crd.metadata.name.clone().unwrap_or_default();
-            crds.patch(
-                &name,
-                &PatchParams::apply("kube-wasm-bench").force(),
-                &Patch::Apply(&crd),
-            )
-            .await
-            .context("applying the ConfigMapGenerator CRD")?;
+            self.apply_generator_crd().await?;
         }
         let mut runs = Vec::new();
         let mut launch = 0;

@@ -1,6 +1,7 @@
 //! The benchmark's and the soak's pieces, one concept a module: the apiserver's audit log
 //! ([`audit`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
-//! ([`fleet`]), the idle-code lever ([`idle_code`]), process memory ([`memory`]), order
+//! ([`fleet`]), the idle-code lever ([`idle_code`]), the cold start ([`cold_start`]), fleets of
+//! distinct controllers ([`mixed`]), process memory ([`memory`]), order
 //! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
 //! host replicas sharing a fleet ([`replicas`]) and the report ([`report`]) of
 //! `kube-wasm-bench`; and the chaos soak of `kube-wasm-soak` ([`soak`]).
@@ -11,6 +12,7 @@ pub mod cold_start;
 pub mod fleet;
 pub mod idle_code;
 pub mod memory;
+pub mod mixed;
 pub mod replicas;
 pub mod report;
 pub mod soak;

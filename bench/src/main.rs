@@ -14,7 +14,7 @@ use kube_wasm_bench::fleet::{self, Setup, Variant};
 use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
 use kube_wasm_bench::workloads::{Bench, Params, require_file};
-use kube_wasm_bench::{cluster, statics, stats};
+use kube_wasm_bench::{cluster, mixed, statics, stats};
 
 /// Benchmarks wasm controllers in the host shim against native kube-rs 5.0 processes running
 /// the same controller, against the same apiserver, in one run.
@@ -99,6 +99,17 @@ struct Cli {
     /// Ring controllers of the idle-code lever (also with --quick).
     #[arg(long, default_value_t = 100)]
     idle_code_n: usize,
+    /// Controllers of the mixed fleet (every kind of `kube_wasm_bench::mixed::MIXED_KINDS`,
+    /// round-robin, natively, in one host, and suspended; then the five examples alone as the
+    /// edge fleet; 36 with --quick); 0 skips both. Needs --native-dir and --wasm-dir.
+    #[arg(long, default_value_t = 100)]
+    mixed_n: usize,
+    /// Folder of the release native builds of every mixed kind (`<dir>/<kind>`).
+    #[arg(long)]
+    native_dir: Option<PathBuf>,
+    /// Folder of the release wasm32-wasip1 builds of every mixed kind (`<dir>/<kind>.wasm`).
+    #[arg(long)]
+    wasm_dir: Option<PathBuf>,
     /// Distinct modules of the cold start (copies of the ring module, empty cache, compiled
     /// in the host then in a child; also with --quick, which makes it 20); 0 skips it.
     #[arg(long, default_value_t = 100)]
@@ -154,6 +165,7 @@ async fn main() -> anyhow::Result<()> {
         cli.resume_mib = vec![0, 4, 16];
         cli.resumes = 2;
         cli.cold_start_n = cli.cold_start_n.min(20);
+        cli.mixed_n = cli.mixed_n.min(36);
     }
     require_file(&cli.host_shim, "the host shim")?;
     require_file(&cli.ring_native, "the native ring controller")?;
@@ -323,6 +335,28 @@ async fn main() -> anyhow::Result<()> {
             )
             .await?;
     }
+    let mut mixed = Vec::new();
+    if let (true, Some(native_dir), Some(wasm_dir)) =
+        (cli.mixed_n > 0, &cli.native_dir, &cli.wasm_dir)
+    {
+        let builds = mixed::Builds {
+            native_dir: std::path::absolute(native_dir)?,
+            wasm_dir: std::path::absolute(wasm_dir)?,
+        };
+        bench.apply_generator_crd().await?;
+        kube_wasm_parity::crds::install(&bench.client).await;
+        for (fleet, kinds, n) in [
+            ("mixed", &mixed::MIXED_KINDS[..], cli.mixed_n),
+            ("edge", &mixed::EXAMPLES[..], mixed::EXAMPLES.len()),
+        ] {
+            launch += 1;
+            mixed.extend(
+                bench
+                    .mixed(fleet, kinds, n, &builds, &format!("b{stamp}-{launch}"))
+                    .await?,
+            );
+        }
+    }
     let mut cold_start = Vec::new();
     if cli.cold_start_n > 0 && variants.contains(&Variant::Wasm) {
         launch += 1;
@@ -370,6 +404,7 @@ async fn main() -> anyhow::Result<()> {
         resume,
         statics: Some(statics),
         idle_code,
+        mixed,
         cold_start,
         replicas,
         replicas_skipped,

@@ -93,7 +93,16 @@ pub async fn create_namespace(client: &Client, name: &str) -> kube::Result<()> {
 /// Writes a copy of the test kubeconfig whose current context defaults to `namespace`, so a
 /// program started with it works in that namespace, and returns its path.
 pub fn kubeconfig_for(namespace: &str, dir: &Path) -> PathBuf {
-    let mut config = Kubeconfig::read_from(env_path("KUBECONFIG")).expect("test kubeconfig");
+    kubeconfig_of(&env_path("KUBECONFIG"), namespace, dir)
+}
+
+/// Writes a copy of the kubeconfig `base` whose current context defaults to `namespace` into
+/// `dir` (as `kubeconfig-<namespace>`), and returns its path.
+///
+/// # Panics
+/// If `base` cannot be read or the copy written.
+pub fn kubeconfig_of(base: &Path, namespace: &str, dir: &Path) -> PathBuf {
+    let mut config = Kubeconfig::read_from(base).expect("test kubeconfig");
     for named in &mut config.contexts {
         if let Some(ctx) = named.context.as_mut() {
             ctx.namespace = Some(namespace.to_string());

@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::figures::Figures;
 use super::goals::{Goal, goals};
 use super::measured::Measured;
-use super::{cold_start, replicas};
+use super::{cold_start, mixed, replicas};
 
 /// The whole report, as written to `report.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -25,6 +25,7 @@ impl Report {
     pub fn new(measured: Measured) -> Self {
         let figures = Figures::new(&measured);
         let mut goals = goals(&figures, &measured);
+        goals.extend(mixed::goals(&measured));
         goals.extend(cold_start::goals(&measured));
         goals.extend(replicas::goals(&measured));
         Self {

@@ -311,6 +311,7 @@ impl Report {
                 );
             }
         }
+        s.push_str(&super::mixed::section(m));
         s.push_str(&super::cold_start::section(m));
         s.push_str(&super::replicas::section(m));
         if !plots.is_empty() {

@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
 use crate::idle_code::IdleCodeRun;
+use crate::mixed::MixedRun;
 use crate::replicas::ReplicasRun;
 use crate::statics::Statics;
 use crate::workloads::{ChurnRun, ResumePoint, RingRun};
@@ -42,6 +43,8 @@ pub struct Measured {
     /// The cold starts of distinct modules, compiled in the host then in a child (empty
     /// when it did not run).
     pub cold_start: Vec<ColdStartRun>,
+    /// The launches of the mixed and edge fleets (empty when they did not run).
+    pub mixed: Vec<MixedRun>,
     /// The replicas workload, if it ran.
     pub replicas: Option<ReplicasRun>,
     /// Why it did not, if it did not.

@@ -6,7 +6,8 @@
 //! [`figures`] (the figures per variant and N, and against native), [`goals`] (the issue's
 //! goals and whether each holds), [`document`] (the whole report, `report.json`), [`format`]
 //! (figures as text), [`markdown`] and [`plots`] (the two renderings), [`replicas`] (the
-//! replicas workload's goals and section), [`cold_start`] (the cold start's goal and section). This file writes them.
+//! replicas workload's goals and section), [`cold_start`] (the cold start's goal and section), [`mixed`] (the fleets of
+//! distinct controllers). This file writes them.
 
 mod cold_start;
 mod document;
@@ -15,6 +16,7 @@ mod format;
 mod goals;
 mod markdown;
 mod measured;
+mod mixed;
 mod plots;
 mod replicas;
 

@@ -1,0 +1,269 @@
+//! Realistic fleets of distinct controllers: the **mixed** fleet, N controllers of every kind
+//! this repository has (the five examples, the ring controller and twelve parity scenario
+//! controllers, each kind a distinct native binary and a distinct module), and the small
+//! **edge** fleet, the five examples alone. Each instance runs in its own namespace; each fleet
+//! runs as native processes, as modules in one host, and as modules suspended when idle, and
+//! its idle memory is sampled after the settle time.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use kube_wasm_e2e::kubeconfig_of;
+use kube_wasm_e2e::manifest::{Entry, quote};
+use serde::Serialize;
+
+use crate::cluster;
+use crate::fleet::{Fleet, Setup, Variant, host_manifest};
+use crate::memory::{self, Sample};
+use crate::workloads::Bench;
+
+/// The five examples: the edge fleet, and the first kinds of the mixed one.
+pub const EXAMPLES: [&str; 5] = [
+    "configmap-mirror",
+    "configmap-generator",
+    "finalizer-controller",
+    "store-reader",
+    "multi-watch",
+];
+
+/// Every kind of the mixed fleet: the examples, the ring controller, and the parity scenario
+/// controllers that keep running (not `parity-bookmarks`, which ends after its watches).
+pub const MIXED_KINDS: [&str; 18] = [
+    "configmap-mirror",
+    "configmap-generator",
+    "finalizer-controller",
+    "store-reader",
+    "multi-watch",
+    "ring-controller",
+    "parity-conflict",
+    "parity-create",
+    "parity-events",
+    "parity-finalizer",
+    "parity-owners",
+    "parity-paging",
+    "parity-reflector",
+    "parity-requeue",
+    "parity-restart-controller",
+    "parity-restart-reflector",
+    "parity-update-ssa",
+    "parity-wait",
+];
+
+/// Where the builds of every kind are: `<native_dir>/<kind>` and `<wasm_dir>/<kind>.wasm`.
+#[derive(Debug, Clone)]
+pub struct Builds {
+    /// Release native binaries.
+    pub native_dir: PathBuf,
+    /// Release wasm32-wasip1 modules.
+    pub wasm_dir: PathBuf,
+}
+
+/// One launch of a fleet of distinct controllers.
+#[derive(Debug, Clone, Serialize)]
+pub struct MixedRun {
+    /// `mixed` or `edge`.
+    pub fleet: String,
+    /// How it ran: native, wasm or wasm-suspend.
+    pub variant: Variant,
+    /// Distinct kinds.
+    pub kinds: usize,
+    /// Controllers.
+    pub instances: usize,
+    /// Memory after the settle time (median of 3 samples 1 s apart).
+    pub idle: Sample,
+    /// Native only: each kind's mean idle PSS per process, in KiB.
+    pub per_kind_kib: BTreeMap<String, u64>,
+}
+
+/// The kind of instance `i` of a fleet of `kinds`.
+fn kind_of(kinds: &[&'static str], i: usize) -> &'static str {
+    kinds[i % kinds.len()]
+}
+
+impl Bench {
+    /// Runs a fleet of `instances` controllers of `kinds` (round-robin) natively, in one
+    /// host, and in one host with idle modules suspended; returns the three launches.
+    ///
+    /// # Errors
+    /// If a build is missing or a launch fails.
+    pub async fn mixed(
+        &self,
+        fleet: &str,
+        kinds: &[&'static str],
+        instances: usize,
+        builds: &Builds,
+        tag: &str,
+    ) -> anyhow::Result<Vec<MixedRun>> {
+        for kind in kinds {
+            crate::workloads::require_file(&builds.native_dir.join(kind), "a native build")?;
+            crate::workloads::require_file(
+                &builds.wasm_dir.join(format!("{kind}.wasm")),
+                "a module",
+            )?;
+        }
+        let mut runs = Vec::new();
+        for (launch, variant) in [Variant::Native, Variant::Wasm, Variant::WasmSuspend]
+            .into_iter()
+            .enumerate()
+        {
+            let tag = format!("{tag}-{launch}");
+            eprintln!(
+                "bench: {fleet} fleet, {instances} controllers of {} kinds, {} (namespaces {tag}-*)",
+                kinds.len(),
+                variant.label()
+            );
+            let run = self
+                .mixed_once(fleet, kinds, instances, builds, variant, &tag)
+                .await
+                .with_context(|| format!("the {fleet} fleet, {}", variant.label()))?;
+            eprintln!(
+                "bench:   idle {:.1} MiB PSS",
+                run.idle.pss_kib as f64 / 1024.0
+            );
+            runs.push(run);
+        }
+        Ok(runs)
+    }
+
+    async fn mixed_once(
+        &self,
+        fleet: &str,
+        kinds: &[&'static str],
+        instances: usize,
+        builds: &Builds,
+        variant: Variant,
+        tag: &str,
+    ) -> anyhow::Result<MixedRun> {
+        let dir = self.logs.join(tag);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let namespaces: Vec<String> = (0..instances).map(|i| format!("{tag}-{i}")).collect();
+        for namespace in &namespaces {
+            cluster::create_namespace(&self.client, namespace).await?;
+        }
+        let mut fleet_processes = match variant {
+            Variant::Native => {
+                let fleet = start_native(&self.setup, kinds, &namespaces, builds, &dir)?;
+                // No readiness signal is common to every kind: give each process time to
+                // start, list and watch (a second a controller on these cores, at least 20 s).
+                let startup = Duration::from_secs((instances as u64).max(20));
+                tokio::time::sleep(startup).await;
+                fleet
+            }
+            _ => {
+                let entries: Vec<Entry> = namespaces
+                    .iter()
+                    .enumerate()
+                    .map(|(i, namespace)| {
+                        let kind = kind_of(kinds, i);
+                        let wasm = builds.wasm_dir.join(format!("{kind}.wasm"));
+                        let mut entry =
+                            Entry::with_wasm(&format!("{kind}-{i}"), &wasm).namespace(namespace);
+                        if kind == "ring-controller" {
+                            entry = entry
+                                .env("RING_SOURCE", namespace)
+                                .env("RING_TARGET", namespace);
+                        }
+                        if variant == Variant::WasmSuspend {
+                            let idle_after = quote(&self.setup.suspend_idle_after);
+                            entry = entry.field(&format!("suspend: {{idleAfter: {idle_after}}}"));
+                        }
+                        entry
+                    })
+                    .collect();
+                let mut fleet = Fleet::start_host(&self.setup, &dir, |metrics| {
+                    host_manifest(&self.setup, true, &entries, metrics)
+                })?;
+                wait_for_modules(&mut fleet, instances, self.params.startup_timeout).await?;
+                fleet
+            }
+        };
+        tokio::time::sleep(self.params.settle).await;
+        let idle = fleet_processes.idle_memory().await?;
+        let mut per_kind: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        if variant == Variant::Native {
+            for (i, pid) in fleet_processes.pids().into_iter().enumerate() {
+                let sample = memory::of_process(pid)?;
+                let entry = per_kind.entry(kind_of(kinds, i).to_owned()).or_default();
+                entry.0 += sample.pss_kib;
+                entry.1 += 1;
+            }
+        }
+        fleet_processes.stop(Duration::from_secs(15))?;
+        Ok(MixedRun {
+            fleet: fleet.to_owned(),
+            variant,
+            kinds: kinds.len().min(instances),
+            instances,
+            idle,
+            per_kind_kib: per_kind
+                .into_iter()
+                .map(|(kind, (sum, n))| (kind, sum / n.max(1)))
+                .collect(),
+        })
+    }
+}
+
+/// Starts one native process per namespace, instance `i` of kind `i mod kinds`, each with a
+/// kubeconfig defaulting to its namespace.
+fn start_native(
+    setup: &Setup,
+    kinds: &[&'static str],
+    namespaces: &[String],
+    builds: &Builds,
+    dir: &Path,
+) -> anyhow::Result<Fleet> {
+    let mut commands = Vec::with_capacity(namespaces.len());
+    for (i, namespace) in namespaces.iter().enumerate() {
+        let kind = kind_of(kinds, i);
+        let mut command = Command::new(builds.native_dir.join(kind));
+        command
+            .env(
+                "KUBECONFIG",
+                kubeconfig_of(&setup.kubeconfig, namespace, dir),
+            )
+            .stdin(Stdio::null());
+        if kind == "ring-controller" {
+            command
+                .env("RING_SOURCE", namespace)
+                .env("RING_TARGET", namespace);
+        }
+        commands.push((format!("{kind}-{i}"), command));
+    }
+    Fleet::start_processes(commands, dir)
+}
+
+/// Waits until the host reports `n` modules.
+async fn wait_for_modules(fleet: &mut Fleet, n: usize, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        fleet.check_alive()?;
+        let reported = fleet.host_metrics().ok().flatten().map_or(0, |m| m.modules);
+        if reported >= n as u64 {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the host reported {reported} of {n} modules within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mixed_fleet_has_at_least_fifteen_distinct_kinds_round_robin() {
+        let distinct: std::collections::BTreeSet<_> = MIXED_KINDS.iter().collect();
+        assert_eq!(distinct.len(), MIXED_KINDS.len());
+        assert!(MIXED_KINDS.len() >= 15);
+        assert!(EXAMPLES.iter().all(|e| MIXED_KINDS.contains(e)));
+        let first: Vec<_> = (0..100).map(|i| kind_of(&MIXED_KINDS, i)).collect();
+        assert_eq!(first[0], first[18]);
+        assert!(MIXED_KINDS.iter().all(|k| first.contains(k)));
+    }
+}
