@@ -130,13 +130,7 @@ fn precompile_in_child(
     // The child reads all of its input before it writes anything, so writing first and
     // reading after cannot deadlock; stderr is read on its own thread all the same.
     let stderr = child.stderr.take();
-    let errors = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        if let Some(mut stderr) = stderr {
-            let _ = stderr.read_to_end(&mut text);
-        }
-        text
-    });
+    let errors = std::thread::spawn(move || stderr.map(tail_of).unwrap_or_default());
     let written = child
         .stdin
         .take()
@@ -170,6 +164,26 @@ fn precompile_in_child(
         return Err(wasmtime::format_err!("reading the compiler's output: {e}"));
     }
     Ok(artifact)
+}
+
+/// The last [`MAX_ERROR_BYTES`] (and up to as many more) of what `stream` gives until its
+/// end: all of it is read, so a child that writes much is never blocked, and little is kept.
+fn tail_of(mut stream: impl std::io::Read) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => return tail,
+            Ok(n) => {
+                tail.extend_from_slice(&chunk[..n]);
+                if tail.len() > 2 * MAX_ERROR_BYTES {
+                    tail.drain(..tail.len() - MAX_ERROR_BYTES);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return tail,
+        }
+    }
 }
 
 /// What a failed child said: the end of its stderr, else how it ended.
@@ -263,6 +277,15 @@ mod tests {
             .precompile(&engine, None, b"\0asm")
             .expect_err("no such program");
         assert!(err.to_string().contains("starting the compiler"), "{err}");
+    }
+
+    #[test]
+    fn only_the_end_of_a_long_error_is_kept() {
+        let long: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let tail = tail_of(&long[..]);
+        assert!(tail.len() >= MAX_ERROR_BYTES && tail.len() <= 2 * MAX_ERROR_BYTES);
+        assert!(long.ends_with(&tail));
+        assert_eq!(tail_of(&b"short"[..]), b"short");
     }
 
     #[test]
