@@ -142,7 +142,8 @@ impl Host {
     /// run on it: see [`Host::with_identities`]).
     ///
     /// # Errors
-    /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
+    /// If the wasmtime engine cannot be created, or the epoch ticker's or the code release's
+    /// thread cannot start.
     pub fn new(upstream: Upstream, settings: Settings) -> anyhow::Result<Self> {
         Self::with_identities(Identities::new(upstream), settings)
     }
@@ -150,7 +151,8 @@ impl Host {
     /// A host sending the requests of each module through the upstream of its identity.
     ///
     /// # Errors
-    /// If the wasmtime engine cannot be created or the epoch ticker thread cannot start.
+    /// If the wasmtime engine cannot be created, or the epoch ticker's or the code release's
+    /// thread cannot start.
     pub fn with_identities(identities: Identities, settings: Settings) -> anyhow::Result<Self> {
         let upstream = identities.own().clone();
         let engine = engine::new_engine(settings.pool)
@@ -247,8 +249,8 @@ impl Host {
         self.inner.metrics.set_cache(entries, bytes);
     }
 
-    /// How many times the host binary's code was released because no module had run for
-    /// [`Settings::release_idle_code`] (see [`crate::runtime::idle_code`]).
+    /// How many times the host binary's code was released while no module was running (see
+    /// [`Settings::release_idle_code`] and [`crate::runtime::idle_code`]).
     pub fn host_code_releases(&self) -> u64 {
         self.inner
             .host_code
