@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Guest, idle_upstream, test_settings};
+use common::{Guest, cache_dir, idle_upstream, test_settings};
 use host_shim::{Host, ModuleOutcome, Settings, Supervisor};
 
 const RELEASE_AFTER: Duration = Duration::from_millis(100);
@@ -36,14 +36,6 @@ fn guest() -> Vec<u8> {
                (import "wasi_snapshot_preview1" "clock_time_get" (func $clock (param i32 i64 i32) (result i32)))"#,
         )
         .wasm()
-}
-
-/// A cache folder the host accepts (mode 0700).
-fn cache_dir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt as _;
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    dir
 }
 
 fn settings(cache: &std::path::Path) -> Settings {

@@ -262,21 +262,18 @@ mod tests {
     #[test]
     fn a_child_that_fails_is_a_compile_error_with_its_words() {
         let engine = Engine::default();
-        let sh = Compiler::Child {
-            program: PathBuf::from("/bin/sh"),
+        let error_of = |program: &str| {
+            let compiler = Compiler::Child {
+                program: PathBuf::from(program),
+            };
+            let err = compiler.precompile(&engine, None, b"\0asm");
+            err.expect_err("not a compiler").to_string()
         };
         // `/bin/sh compile` fails: there is no script called `compile`.
-        let err = sh
-            .precompile(&engine, None, b"\0asm")
-            .expect_err("sh is no compiler");
-        assert!(err.to_string().contains("compile"), "{err}");
-        let missing = Compiler::Child {
-            program: PathBuf::from("/nonexistent/host-shim"),
-        };
-        let err = missing
-            .precompile(&engine, None, b"\0asm")
-            .expect_err("no such program");
-        assert!(err.to_string().contains("starting the compiler"), "{err}");
+        let err = error_of("/bin/sh");
+        assert!(err.contains("compile"), "{err}");
+        let err = error_of("/nonexistent/host-shim");
+        assert!(err.contains("starting the compiler"), "{err}");
     }
 
     #[test]

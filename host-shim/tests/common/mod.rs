@@ -304,6 +304,14 @@ pub fn fake_client(
 }
 
 /// An upstream whose requests all get `404 Not Found` (for tests that make none).
+/// A fresh cache folder the host accepts (mode 0700), removed on drop.
+pub fn cache_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir
+}
+
 pub fn idle_upstream() -> Upstream {
     let (client, _) = fake_client(|_| Reply::new(404, vec![Ok(b"{}".to_vec())]));
     Upstream::new(client, "https://fake.invalid")
