@@ -14,7 +14,7 @@ use kube_wasm_e2e::manifest::Entry;
 use serde::Serialize;
 
 use crate::cluster::{self, RING_NAME};
-use crate::fleet::{Fleet, Link, Setup, Variant, host_manifest, ring_entry};
+use crate::fleet::{Fleet, Setup, Variant, host_manifest, ring_entry};
 use crate::memory::Sample;
 use crate::workloads::Bench;
 
@@ -115,16 +115,7 @@ impl Bench {
         tag: &str,
     ) -> anyhow::Result<ColdStartRun> {
         let n = copies.len();
-        let links: Vec<Link> = (0..n)
-            .map(|i| Link {
-                source: format!("{tag}-{i}"),
-                target: format!("{tag}-{}", i + 1),
-                ballast_mib: 0,
-            })
-            .collect();
-        for i in 0..=n {
-            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
-        }
+        let links = self.ring_links(tag, n).await?;
         let entries: Vec<Entry> = links
             .iter()
             .zip(copies)

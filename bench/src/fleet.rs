@@ -266,7 +266,8 @@ impl Fleet {
         memory::of_processes(&self.pids())
     }
 
-    /// The median of three memory samples 1 s apart, once every process is found alive.
+    /// The median ([`memory::median`]) of three memory samples 1 s apart, once every process
+    /// is found alive.
     ///
     /// # Errors
     /// If a process exited.
@@ -279,8 +280,7 @@ impl Fleet {
             }
             samples.push(self.memory()?);
         }
-        samples.sort_by_key(|s| s.pss_kib);
-        Ok(samples[1])
+        Ok(memory::median(&samples))
     }
 
     /// The host's metrics now (`None` for native controllers).

@@ -21,7 +21,7 @@ use kube_wasm_e2e::objects::{generator_resource, mirrored};
 use serde::Serialize;
 
 use crate::cluster::{self, RING_NAME};
-use crate::fleet::{Fleet, Link, Setup, Variant, host_manifest};
+use crate::fleet::{Fleet, Setup, Variant, host_manifest};
 use crate::memory::Sample;
 use crate::workloads::Bench;
 
@@ -275,16 +275,7 @@ impl Bench {
         tag: &str,
     ) -> anyhow::Result<IdleCodeRun> {
         let p = &self.params;
-        let links: Vec<Link> = (0..n)
-            .map(|i| Link {
-                source: format!("{tag}-{i}"),
-                target: format!("{tag}-{}", i + 1),
-                ballast_mib: 0,
-            })
-            .collect();
-        for i in 0..=n {
-            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
-        }
+        let links = self.ring_links(tag, n).await?;
         let first = format!("{tag}-0");
         let mut arrivals = cluster::watch_arrivals(&self.client, &format!("{tag}-{n}"));
         let mut fleet = Fleet::start(setup, variant, &links, &self.logs.join(tag))?;

@@ -14,6 +14,16 @@ pub struct Sample {
     pub rss_kib: u64,
 }
 
+/// The median of `samples`, field by field (0 for none).
+pub fn median(samples: &[Sample]) -> Sample {
+    let pss: Vec<f64> = samples.iter().map(|s| s.pss_kib as f64).collect();
+    let rss: Vec<f64> = samples.iter().map(|s| s.rss_kib as f64).collect();
+    Sample {
+        pss_kib: crate::stats::median(&pss).unwrap_or_default() as u64,
+        rss_kib: crate::stats::median(&rss).unwrap_or_default() as u64,
+    }
+}
+
 /// Reads the `Pss:` and `Rss:` lines (kB) of a `smaps_rollup` text.
 ///
 /// # Errors

@@ -26,7 +26,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::audit::{self, Requests};
 use crate::cluster::{self, Arrival, RECONCILED_AT, RING_NAME};
 use crate::fleet::{Fleet, HostMetrics, Link, Setup, Variant};
-use crate::memory::Sample;
+use crate::memory::{self, Sample};
 use crate::stats;
 
 /// How much of each workload to run.
@@ -146,15 +146,6 @@ fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
-fn median_sample(samples: &[Sample]) -> Sample {
-    let pss: Vec<f64> = samples.iter().map(|s| s.pss_kib as f64).collect();
-    let rss: Vec<f64> = samples.iter().map(|s| s.rss_kib as f64).collect();
-    Sample {
-        pss_kib: stats::median(&pss).unwrap_or_default() as u64,
-        rss_kib: stats::median(&rss).unwrap_or_default() as u64,
-    }
-}
-
 /// Samples `fleet`'s memory every second on a blocking thread until `stop` is set.
 fn sample_while(
     pids: Vec<u32>,
@@ -203,6 +194,18 @@ impl Bench {
         Ok((link, arrivals))
     }
 
+    /// Creates the N+1 namespaces of a ring of `n` controllers (`<tag>-0` … `<tag>-<n>`) and
+    /// returns its links, controller i copying `<tag>-i` to `<tag>-(i+1)`.
+    ///
+    /// # Errors
+    /// If the apiserver refuses a namespace.
+    pub(crate) async fn ring_links(&self, tag: &str, n: usize) -> anyhow::Result<Vec<Link>> {
+        for i in 0..=n {
+            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
+        }
+        Ok(links(tag, n))
+    }
+
     /// Runs the ring workload (and the idle fleet) for `variant` with `n` controllers; `tag`
     /// makes its namespaces unique.
     ///
@@ -216,10 +219,7 @@ impl Bench {
         tag: &str,
     ) -> anyhow::Result<RingRun> {
         let p = &self.params;
-        let links = links(tag, n);
-        for i in 0..=n {
-            cluster::create_namespace(&self.client, &format!("{tag}-{i}")).await?;
-        }
+        let links = self.ring_links(tag, n).await?;
         let first = format!("{tag}-0");
         let last = format!("{tag}-{n}");
         let mut arrivals = cluster::watch_arrivals(&self.client, &last);
@@ -241,15 +241,7 @@ impl Bench {
         }
 
         tokio::time::sleep(p.settle).await;
-        fleet.check_alive()?;
-        let mut idle_samples = Vec::new();
-        for i in 0..3 {
-            if i > 0 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            idle_samples.push(fleet.memory()?);
-        }
-        let idle = median_sample(&idle_samples);
+        let idle = fleet.idle_memory().await?;
         let host_idle = fleet.host_metrics()?;
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -308,7 +300,7 @@ impl Bench {
             run,
             startup_ms,
             idle,
-            load: median_sample(&load_samples),
+            load: memory::median(&load_samples),
             load_max,
             ring_ms,
             reconcile_ms,
