@@ -40,16 +40,32 @@ pub fn now_micros() -> u64 {
 /// # Errors
 /// If the kubeconfig cannot be read or a client built.
 pub async fn client(kubeconfig: &Path) -> anyhow::Result<Client> {
-    let kubeconfig = Kubeconfig::read_from(kubeconfig)
-        .with_context(|| format!("reading {}", kubeconfig.display()))?;
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .context("the kubeconfig")?;
+    let mut config = config(kubeconfig).await?;
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_static(DRIVER_USER_AGENT),
     ));
     Client::try_from(config).context("building the driver's client")
+}
+
+async fn config(kubeconfig: &Path) -> anyhow::Result<Config> {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .context("the kubeconfig")
+}
+
+/// The TCP port of the apiserver `kubeconfig` names (443 if its URL gives none).
+///
+/// # Errors
+/// If the kubeconfig cannot be read.
+pub async fn apiserver_port(kubeconfig: &Path) -> anyhow::Result<u16> {
+    Ok(config(kubeconfig)
+        .await?
+        .cluster_url
+        .port_u16()
+        .unwrap_or(443))
 }
 
 /// The Ring resource, for dynamic APIs.

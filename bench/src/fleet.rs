@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use kube_wasm_e2e::manifest::{Entry, quote, render};
 use kube_wasm_e2e::metrics::{fetch, free_local_addr};
+use kube_wasm_e2e::sockets::established_to;
 use serde::Serialize;
 
 use crate::memory::{self, Sample};
@@ -82,6 +83,9 @@ pub struct Setup {
     /// Whether the host compiles modules in a child process (the manifest's
     /// `compileInChild`, on in the host by default).
     pub compile_in_child: bool,
+    /// Whether modules' requests and watches share HTTP/2 connections (the manifest's
+    /// `http2`, on in the host by default).
+    pub http2: bool,
 }
 
 /// One ring controller: it copies Rings from `source` to `target`.
@@ -141,9 +145,10 @@ pub fn host_manifest(
     metrics: SocketAddr,
 ) -> String {
     let settings = format!(
-        "sharedWatches: {shared_watches}\nreleaseIdleCode: {}\ncompileInChild: {}\nmetricsAddr: {}",
+        "sharedWatches: {shared_watches}\nreleaseIdleCode: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
         setup.release_idle_code,
         setup.compile_in_child,
+        setup.http2,
         quote(&metrics.to_string()),
     );
     render(&setup.module_cache.to_string_lossy(), &settings, entries)
@@ -256,6 +261,15 @@ impl Fleet {
             }
         }
         Ok(())
+    }
+
+    /// Established TCP connections of its processes to the apiserver's `port`, now (0 for a
+    /// process already gone).
+    pub fn connections_to(&self, port: u16) -> usize {
+        self.pids()
+            .into_iter()
+            .map(|pid| established_to(pid, port).unwrap_or(0))
+            .sum()
     }
 
     /// The summed memory of its processes now.
@@ -451,6 +465,7 @@ mod tests {
             suspend_idle_after: "2s".into(),
             release_idle_code: true,
             compile_in_child: true,
+            http2: true,
         };
         let links = [
             Link {
@@ -469,14 +484,17 @@ mod tests {
         assert!(shared.contains("sharedWatches: true"), "{shared}");
         assert!(shared.contains("releaseIdleCode: true"), "{shared}");
         assert!(shared.contains("compileInChild: true"), "{shared}");
+        assert!(shared.contains("http2: true"), "{shared}");
         let kept = Setup {
             release_idle_code: false,
             compile_in_child: false,
+            http2: false,
             ..setup.clone()
         };
         let kept = manifest(&kept, Variant::Wasm, &links, addr);
         assert!(kept.contains("releaseIdleCode: false"), "{kept}");
         assert!(kept.contains("compileInChild: false"), "{kept}");
+        assert!(kept.contains("http2: false"), "{kept}");
         assert!(
             shared.contains(
                 "    env:\n      \"RING_SOURCE\": \"a-0\"\n      \"RING_TARGET\": \"a-1\"\n  - "

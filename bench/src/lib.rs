@@ -1,6 +1,6 @@
 //! The benchmark's and the soak's pieces, one concept a module: the apiserver's audit log
 //! ([`audit`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
-//! ([`fleet`]), the idle-code lever ([`idle_code`]), the cold start ([`cold_start`]), fleets of
+//! ([`fleet`]), the memory levers before/after ([`levers`]), the cold start ([`cold_start`]), fleets of
 //! distinct controllers ([`mixed`]), process memory ([`memory`]), order
 //! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
 //! host replicas sharing a fleet ([`replicas`]) and the report ([`report`]) of
@@ -10,7 +10,7 @@ pub mod audit;
 pub mod cluster;
 pub mod cold_start;
 pub mod fleet;
-pub mod idle_code;
+pub mod levers;
 pub mod memory;
 pub mod mixed;
 pub mod replicas;

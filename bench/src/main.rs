@@ -92,13 +92,13 @@ struct Cli {
     /// Skip the resume curve (it runs only with the wasm-suspend variant).
     #[arg(long)]
     no_resume_curve: bool,
-    /// Skip the idle-code lever (the examples and the ring at the largest N in one host,
-    /// with `releaseIdleCode` off and on; it runs only with the wasm variant).
+    /// Skip the levers (the examples and a ring in one host with every lever on, then with
+    /// `releaseIdleCode`, then `http2` off; it runs only with the wasm variant).
     #[arg(long)]
-    no_idle_code: bool,
-    /// Ring controllers of the idle-code lever (also with --quick).
+    no_levers: bool,
+    /// Ring controllers of the levers' ring (also with --quick).
     #[arg(long, default_value_t = 100)]
-    idle_code_n: usize,
+    levers_n: usize,
     /// Controllers of the mixed fleet (every kind of `kube_wasm_bench::mixed::MIXED_KINDS`,
     /// round-robin, natively, in one host, and suspended; then the five examples alone as the
     /// edge fleet; 36 with --quick); 0 skips both. Needs --native-dir and --wasm-dir.
@@ -187,6 +187,7 @@ async fn main() -> anyhow::Result<()> {
         suspend_idle_after: cli.suspend_idle_after.clone(),
         release_idle_code: true,
         compile_in_child: true,
+        http2: true,
     };
     let mut context = machine_context();
     context.push((
@@ -231,6 +232,7 @@ async fn main() -> anyhow::Result<()> {
     cluster::install_crd(&client, &String::from_utf8_lossy(&crd.stdout)).await?;
 
     let bench = Bench {
+        apiserver_port: cluster::apiserver_port(&cli.kubeconfig).await?,
         client,
         setup,
         audit_log: cli.audit_log.clone(),
@@ -322,12 +324,12 @@ async fn main() -> anyhow::Result<()> {
             .await?;
     }
 
-    let mut idle_code = Vec::new();
-    if variants.contains(&Variant::Wasm) && !cli.no_idle_code {
+    let mut levers = Vec::new();
+    if variants.contains(&Variant::Wasm) && !cli.no_levers {
         launch += 1;
-        let ring_n = cli.idle_code_n.max(1);
-        idle_code = bench
-            .idle_code(
+        let ring_n = cli.levers_n.max(1);
+        levers = bench
+            .levers(
                 &cli.example_wasm,
                 ring_n,
                 variants.contains(&Variant::WasmSuspend),
@@ -403,7 +405,7 @@ async fn main() -> anyhow::Result<()> {
         churn,
         resume,
         statics: Some(statics),
-        idle_code,
+        levers,
         mixed,
         cold_start,
         replicas,

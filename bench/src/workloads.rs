@@ -60,6 +60,8 @@ pub struct Bench {
     pub logs: std::path::PathBuf,
     /// How much to run.
     pub params: Params,
+    /// The apiserver's TCP port, whose connections the levers count.
+    pub apiserver_port: u16,
 }
 
 /// One launch of the ring workload.

@@ -5,7 +5,7 @@
 //! ([`manifest`]), the host's metrics ([`metrics`]), object builders ([`objects`]) and
 //! comparable cluster state ([`state`]), the test OCI registry ([`registry`]) and
 //! WasmController resources ([`wasm_controllers`]) and the host replicas that share them
-//! ([`replicas`]).
+//! ([`replicas`]), and the TCP connections a process holds ([`sockets`]).
 //!
 //! Every test needs these variables, which `scripts/test.sh` sets; a test run without them
 //! fails with a message naming the missing one:
@@ -15,6 +15,7 @@
 //! - `KUBE_WASM_MODULES`: the folder holding the `.wasm` modules;
 //! - `KUBE_WASM_NATIVE_BIN`: the folder holding native builds of the same programs;
 //! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`];
+//! - `APISERVER_PORT`: its kube-apiserver's port, for [`sockets::apiserver_port`];
 //! - `KUBE_WASM_REGISTRY`, `KUBE_WASM_REGISTRY_DIR`: the test OCI registry (`host:port`, plain
 //!   HTTP) and its folder, for [`registry`].
 
@@ -25,6 +26,7 @@ pub mod objects;
 pub mod registry;
 pub mod replicas;
 pub mod side_by_side;
+pub mod sockets;
 pub mod state;
 pub mod wasm_controllers;
 

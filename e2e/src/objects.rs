@@ -1,8 +1,9 @@
 //! Object builders and installers shared by the tests, the parity suite and the benchmark:
-//! ConfigMaps and metadata with labels, CustomResourceDefinitions.
+//! ConfigMaps and metadata with labels, CustomResourceDefinitions, ServiceAccounts for modules.
 
 use crate::{env_path, eventually};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, ApiResource, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt as _};
@@ -116,4 +117,62 @@ pub async fn wait_crd_established(
         established.then_some(())
     })
     .await;
+}
+
+fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![String::new()]),
+        resources: Some(resources.iter().map(|s| (*s).to_string()).collect()),
+        verbs: verbs.iter().map(|s| (*s).to_string()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+/// Creates ServiceAccount `name` in `ns` with a Role (and its binding) letting it run
+/// configmap-mirror there: read ConfigMaps, write Secrets.
+pub async fn mirror_account(client: &kube::Client, ns: &str, name: &str) {
+    let pp = PostParams::default();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &ServiceAccount {
+                metadata: meta(name, &[]),
+                ..ServiceAccount::default()
+            },
+        )
+        .await
+        .expect("service account");
+    Api::<Role>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &Role {
+                metadata: meta(name, &[]),
+                rules: Some(vec![
+                    rule(&["configmaps"], &["get", "list", "watch"]),
+                    rule(&["secrets"], &["get", "list", "create", "patch", "delete"]),
+                ]),
+            },
+        )
+        .await
+        .expect("role");
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(
+            &pp,
+            &RoleBinding {
+                metadata: meta(name, &[]),
+                role_ref: RoleRef {
+                    api_group: Some("rbac.authorization.k8s.io".into()),
+                    kind: "Role".into(),
+                    name: name.into(),
+                },
+                subjects: Some(vec![Subject {
+                    kind: "ServiceAccount".into(),
+                    name: name.into(),
+                    namespace: Some(ns.into()),
+                    ..Subject::default()
+                }]),
+            },
+        )
+        .await
+        .expect("role binding");
 }

@@ -3,80 +3,15 @@
 //! a module with a `serviceAccount` acts as that account (the audit log shows it impersonated),
 //! within the RBAC the account has; the metrics endpoint shows both modules.
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::PostParams;
 use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
-use kube_wasm_e2e::objects::mirrored;
+use kube_wasm_e2e::objects::{mirror_account, mirrored};
 use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
-
-fn meta(name: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.into()),
-        ..ObjectMeta::default()
-    }
-}
-
-fn rule(resources: &[&str], verbs: &[&str]) -> PolicyRule {
-    PolicyRule {
-        api_groups: Some(vec![String::new()]),
-        resources: Some(resources.iter().map(|s| (*s).to_string()).collect()),
-        verbs: verbs.iter().map(|s| (*s).to_string()).collect(),
-        ..PolicyRule::default()
-    }
-}
-
-/// Creates ServiceAccount `name` in `ns` with a Role letting it run configmap-mirror there.
-async fn mirror_account(client: &kube::Client, ns: &str, name: &str) {
-    let pp = PostParams::default();
-    Api::<ServiceAccount>::namespaced(client.clone(), ns)
-        .create(
-            &pp,
-            &ServiceAccount {
-                metadata: meta(name),
-                ..ServiceAccount::default()
-            },
-        )
-        .await
-        .expect("service account");
-    Api::<Role>::namespaced(client.clone(), ns)
-        .create(
-            &pp,
-            &Role {
-                metadata: meta(name),
-                rules: Some(vec![
-                    rule(&["configmaps"], &["get", "list", "watch"]),
-                    rule(&["secrets"], &["get", "list", "create", "patch", "delete"]),
-                ]),
-            },
-        )
-        .await
-        .expect("role");
-    Api::<RoleBinding>::namespaced(client.clone(), ns)
-        .create(
-            &pp,
-            &RoleBinding {
-                metadata: meta(name),
-                role_ref: RoleRef {
-                    api_group: Some("rbac.authorization.k8s.io".into()),
-                    kind: "Role".into(),
-                    name: name.into(),
-                },
-                subjects: Some(vec![Subject {
-                    kind: "ServiceAccount".into(),
-                    name: name.into(),
-                    namespace: Some(ns.into()),
-                    ..Subject::default()
-                }]),
-            },
-        )
-        .await
-        .expect("role binding");
-}
 
 #[tokio::test]
 async fn denied_requests_are_403_values_and_modules_act_as_their_service_account() {

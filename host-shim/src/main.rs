@@ -169,8 +169,8 @@ async fn run_host(args: RunArgs) -> anyhow::Result<HostExit> {
         ),
         None => None,
     };
-    let identities =
-        Identities::from_config(kube_config, accounts).context("building the kube clients")?;
+    let identities = Identities::from_config(kube_config, accounts, config.http2)
+        .context("building the kube clients")?;
     let upstream = identities.own().clone();
     tracing::info!(
         cluster = upstream.cluster_url(),

@@ -19,6 +19,7 @@
 //! | `kube_wasm_shared_watch_subscribers` | gauge | | module watches and lists served by them now |
 //! | `kube_wasm_watch_cache_objects`, `kube_wasm_watch_cache_events`, `kube_wasm_watch_cache_bytes` | gauge | | objects, history events and their bytes held by the shared watches, read at each scrape |
 //! | `kube_wasm_cache_entries`, `kube_wasm_cache_bytes` | gauge | | precompiled modules in the cache folder and their size, read at each scrape |
+//! | `kube_wasm_upstream_http2_connections`, `kube_wasm_upstream_http2_streams` | gauge | | HTTP/2 connections to the API server (shared by every module and identity, see [`crate::upstream::http2`]) and the requests and watches open on them, read at each scrape |
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use crate::upstream::http2::Http2Stats;
 
 /// A module's lifecycle state, as the `state` label shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -116,6 +119,8 @@ pub struct Metrics {
     watch_cache_objects: Gauge,
     watch_cache_events: Gauge,
     watch_cache_bytes: Gauge,
+    http2_connections: Gauge,
+    http2_streams: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -153,6 +158,8 @@ impl Metrics {
             watch_cache_objects: Gauge::default(),
             watch_cache_events: Gauge::default(),
             watch_cache_bytes: Gauge::default(),
+            http2_connections: Gauge::default(),
+            http2_streams: Gauge::default(),
         };
         for (name, help, gauge) in [
             (
@@ -179,6 +186,16 @@ impl Metrics {
                 "watch_cache_bytes",
                 "Bytes of objects and history events held by the shared watches",
                 &metrics.watch_cache_bytes,
+            ),
+            (
+                "upstream_http2_connections",
+                "HTTP/2 connections to the API server, shared by every module and identity",
+                &metrics.http2_connections,
+            ),
+            (
+                "upstream_http2_streams",
+                "Requests and watches open as streams on those connections",
+                &metrics.http2_streams,
             ),
         ] {
             registry.register(name, help, gauge.clone());
@@ -393,6 +410,13 @@ impl Metrics {
         set(&self.watch_cache_bytes, totals.bytes);
     }
 
+    /// Sets the HTTP/2 connection and stream counts.
+    pub fn set_http2(&self, stats: Http2Stats) {
+        let set = |gauge: &Gauge, n: usize| gauge.set(i64::try_from(n).unwrap_or(i64::MAX));
+        set(&self.http2_connections, stats.connections);
+        set(&self.http2_streams, stats.streams);
+    }
+
     /// The metrics in the Prometheus text format (OpenMetrics flavour, ending in `# EOF`).
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -596,6 +620,10 @@ mod tests {
         let _second = metrics.watch_opened();
         drop(watch);
         metrics.set_cache(2, 4096);
+        metrics.set_http2(Http2Stats {
+            connections: 2,
+            streams: 150,
+        });
         let text = metrics.encode();
         for line in [
             "kube_wasm_module_state{module=\"a\",state=\"running\"} 0",
@@ -607,6 +635,8 @@ mod tests {
             "kube_wasm_upstream_watches 1",
             "kube_wasm_cache_entries 2",
             "kube_wasm_cache_bytes 4096",
+            "kube_wasm_upstream_http2_connections 2",
+            "kube_wasm_upstream_http2_streams 150",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

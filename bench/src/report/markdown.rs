@@ -277,40 +277,7 @@ impl Report {
                 );
             }
         }
-        s.push_str("\n## Idle code released (`releaseIdleCode`), before/after\n\n");
-        if m.idle_code.is_empty() {
-            s.push_str("Not run (it needs the wasm variant; `--no-idle-code` skips it).\n");
-        } else {
-            s.push_str("The same fleet with the host keeping the compiled code of idle modules resident (`releaseIdleCode: false`) and releasing it (the default), each in a launch of its own: idle memory after the settle time; then the next event (the first after the settle time, code released) and the one right after it. Five examples: a ConfigMap until configmap-mirror's Secret is seen by the driver; ring: one ring cycle.\n\n| fleet | idle PSS kept, MiB | idle PSS released, MiB | change | next event kept, ms | next event released, ms | event after, kept / released, ms |\n|---|---|---|---|---|---|---|\n");
-            let mut fleets: Vec<&str> = Vec::new();
-            for run in &m.idle_code {
-                if !fleets.contains(&run.fleet.as_str()) {
-                    fleets.push(&run.fleet);
-                }
-            }
-            for fleet in fleets {
-                let of = |release: bool| {
-                    m.idle_code
-                        .iter()
-                        .find(|r| r.fleet == fleet && r.release == release)
-                };
-                let (Some(kept), Some(released)) = (of(false), of(true)) else {
-                    continue;
-                };
-                let mib = |kib: u64| kib as f64 / 1024.0;
-                let _ = writeln!(
-                    s,
-                    "| {fleet} | {:.1} | {:.1} | {:+.0} % | {:.1} | {:.1} | {:.1} / {:.1} |",
-                    mib(kept.idle.pss_kib),
-                    mib(released.idle.pss_kib),
-                    (released.idle.pss_kib as f64 / kept.idle.pss_kib.max(1) as f64 - 1.0) * 100.0,
-                    kept.next_event_ms,
-                    released.next_event_ms,
-                    kept.warm_event_ms,
-                    released.warm_event_ms
-                );
-            }
-        }
+        s.push_str(&super::levers::section(m));
         s.push_str(&super::mixed::section(m));
         s.push_str(&super::cold_start::section(m));
         s.push_str(&super::replicas::section(m));

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
-use crate::idle_code::IdleCodeRun;
+use crate::levers::LeverRun;
 use crate::mixed::MixedRun;
 use crate::replicas::ReplicasRun;
 use crate::statics::Statics;
@@ -38,8 +38,9 @@ pub struct Measured {
     pub resume: Vec<ResumePoint>,
     /// Figures without a cluster.
     pub statics: Option<Statics>,
-    /// The idle-code lever's launches, off then on (empty when it did not run).
-    pub idle_code: Vec<IdleCodeRun>,
+    /// The levers' launches: every lever on, then each off in turn (empty when they did not
+    /// run).
+    pub levers: Vec<LeverRun>,
     /// The cold starts of distinct modules, compiled in the host then in a child (empty
     /// when it did not run).
     pub cold_start: Vec<ColdStartRun>,

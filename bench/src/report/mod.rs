@@ -6,14 +6,15 @@
 //! [`figures`] (the figures per variant and N, and against native), [`goals`] (the issue's
 //! goals and whether each holds), [`document`] (the whole report, `report.json`), [`format`]
 //! (figures as text), [`markdown`] and [`plots`] (the two renderings), [`replicas`] (the
-//! replicas workload's goals and section), [`cold_start`] (the cold start's goal and section), [`mixed`] (the fleets of
-//! distinct controllers). This file writes them.
+//! replicas workload's goals and section), [`cold_start`] (the cold start's goal and section), [`levers`] (each lever
+//! before/after), [`mixed`] (the fleets of distinct controllers). This file writes them.
 
 mod cold_start;
 mod document;
 mod figures;
 mod format;
 mod goals;
+mod levers;
 mod markdown;
 mod measured;
 mod mixed;

@@ -14,6 +14,10 @@
 //! compileInChild: true               # optional, default true: modules are compiled by a
 //!                                    #   `host-shim compile` child process, so the host
 //!                                    #   never holds the compiler's memory (see `compiler`)
+//! http2: true                        # optional, default true: requests and watches of every
+//!                                    #   module share HTTP/2 connections (see `http2`)
+//! http2MaxStreams: 100               # optional, default 100: streams per connection before
+//!                                    #   another opens (kube-apiserver allows 100)
 //! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
 //!                                    #   (default: <cacheDir>/suspended; see `suspend`)
 //! insecureRegistries: [127.0.0.1:5000]  # optional: registries reached over plain HTTP
@@ -69,6 +73,7 @@ use crate::fleet::module_fields::{
 };
 use crate::fleet::units::parse_duration;
 use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
+use crate::upstream::http2::Http2Settings;
 use crate::upstream::identity::ServiceAccount;
 
 pub use crate::fleet::module_fields::{DEFAULT_MEMORY_LIMIT, MAX_MEMORY_LIMIT, MIN_MEMORY_LIMIT};
@@ -97,6 +102,10 @@ pub struct Manifest {
     /// Whether modules are compiled in a child process (`compileInChild`, default true; see
     /// [`crate::runtime::compiler`]).
     pub compile_in_child: bool,
+    /// How requests and watches share HTTP/2 connections (`http2`, default on;
+    /// `http2MaxStreams`); `None`: kube's HTTP/1.1 client, one connection per watch (see
+    /// [`crate::upstream::http2`]).
+    pub http2: Option<Http2Settings>,
     /// Where snapshots of suspended modules go (`suspendDir`), if set.
     pub suspend_dir: Option<PathBuf>,
     /// Registries reached over plain HTTP (`insecureRegistries`, `host[:port]`).
@@ -160,6 +169,8 @@ struct RawManifest {
     shared_watches: Option<bool>,
     release_idle_code: Option<bool>,
     compile_in_child: Option<bool>,
+    http2: Option<bool>,
+    http2_max_streams: Option<usize>,
     suspend_dir: Option<String>,
     #[serde(default)]
     insecure_registries: Vec<String>,
@@ -283,6 +294,18 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
             None
         }
     });
+    if raw.http2_max_streams == Some(0) {
+        problems.push("http2MaxStreams: must be at least 1".into());
+    }
+    let http2 = raw.http2.unwrap_or(true).then(|| {
+        let defaults = Http2Settings::default();
+        Http2Settings {
+            max_streams_per_connection: raw
+                .http2_max_streams
+                .unwrap_or(defaults.max_streams_per_connection),
+            ..defaults
+        }
+    });
     if raw.modules.is_empty() {
         problems.push("modules: lists no module".into());
     }
@@ -312,6 +335,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         shared_watches: raw.shared_watches.unwrap_or(true),
         release_idle_code: raw.release_idle_code.unwrap_or(true),
         compile_in_child: raw.compile_in_child.unwrap_or(true),
+        http2,
         suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
         insecure_registries: raw.insecure_registries,
         modules,
@@ -429,6 +453,7 @@ metricsAddr: "127.0.0.1:9090"
 sharedWatches: false
 releaseIdleCode: false
 compileInChild: false
+http2MaxStreams: 7
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
   - name: mirror-a
@@ -455,6 +480,13 @@ modules:
         assert!(!manifest.shared_watches);
         assert!(!manifest.release_idle_code);
         assert!(!manifest.compile_in_child);
+        assert_eq!(
+            manifest.http2,
+            Some(Http2Settings {
+                max_streams_per_connection: 7,
+                ..Http2Settings::default()
+            })
+        );
         assert_eq!(manifest.backoff.initial, Duration::from_millis(100));
         assert_eq!(manifest.backoff.reset_after, Duration::from_secs(60));
         let a = &manifest.modules[0].options;
@@ -485,11 +517,21 @@ modules:
     }
 
     #[test]
+    fn http2_is_on_by_default_and_can_be_turned_off() {
+        let one = "modules:\n  - {name: a, wasm: Cargo.toml}\n";
+        let default = parse(one).expect("valid");
+        assert_eq!(default.http2, Some(Http2Settings::default()));
+        let off = parse(&format!("http2: false\nhttp2MaxStreams: 5\n{one}")).expect("valid");
+        assert_eq!(off.http2, None);
+    }
+
+    #[test]
     fn every_problem_is_reported_with_module_and_field() {
         let found = problems(
             r#"
 requestTimeout: 0s
 metricsAddr: localhost
+http2MaxStreams: 0
 modules:
   - {name: ok, wasm: Cargo.toml}
   - {name: ok, wasm: missing.wasm}
@@ -501,6 +543,7 @@ modules:
         let expected = [
             "requestTimeout: must be more than zero",
             "metricsAddr: \"localhost\" is not an IP address and port",
+            "http2MaxStreams: must be at least 1",
             "modules[1] (ok).name: \"ok\" is used by an earlier module",
             "modules[1] (ok).wasm: ",
             "modules[2] (Bad_Name).name: \"Bad_Name\" is not a DNS label",

@@ -20,6 +20,7 @@ use crate::runtime::engine::PoolSize;
 use crate::runtime::host::Settings;
 use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
 use crate::runtime::suspend::SuspendPolicy;
+use crate::upstream::http2::Http2Settings;
 use crate::upstream::limits::OpLimits;
 use crate::upstream::watch_cache::CacheSettings;
 
@@ -38,6 +39,9 @@ pub struct RunConfig {
     pub stop_timeout: Duration,
     /// Where the metrics endpoint listens, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
+    /// How requests and watches share HTTP/2 connections (manifest `http2`, default on);
+    /// `None`: kube's HTTP/1.1 client.
+    pub http2: Option<Http2Settings>,
     /// How registries are reached, for modules given as images.
     pub registries: RegistrySettings,
     /// Whether the host also runs the cluster's WasmControllers, and how.
@@ -183,6 +187,7 @@ impl RunConfig {
             metrics_addr: args
                 .metrics_addr
                 .or_else(|| manifest.and_then(|m| m.metrics_addr)),
+            http2: manifest.map_or(Some(Http2Settings::default()), |m| m.http2),
             controllers: args.controllers.then(|| ControllersConfig {
                 namespaces: args.namespaces.clone(),
                 placement,

@@ -227,11 +227,14 @@ impl Host {
         self.inner.watch_cache.as_ref()
     }
 
-    /// Reads the sizes of the shared-watch cache and of the cache folder into the metrics
-    /// (at each scrape).
+    /// Reads the sizes of the shared-watch cache and of the cache folder, and the HTTP/2
+    /// connections and streams, into the metrics (at each scrape).
     pub fn refresh_cache_metrics(&self) {
         if let Some(watches) = &self.inner.watch_cache {
             self.inner.metrics.set_watch_cache(&watches.totals());
+        }
+        if let Some(pool) = self.inner.identities.http2_pool() {
+            self.inner.metrics.set_http2(pool.stats());
         }
         let Some(cache) = &self.inner.cache else {
             return;

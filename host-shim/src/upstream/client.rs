@@ -3,7 +3,9 @@
 //!
 //! Nothing here handles credentials or TLS: every request goes through [`kube::Client::send`],
 //! whose middleware adds the cluster URL, authentication and TLS exactly as for a native kube
-//! controller. `authorization` and `impersonate-*` headers from the guest are dropped.
+//! controller — over the shared HTTP/2 connections of an [`Http2Pool`] when the API server
+//! speaks HTTP/2, else over kube's own HTTP/1.1 client. `authorization` and `impersonate-*`
+//! headers from the guest are dropped.
 
 use std::error::Error as StdError;
 use std::str::FromStr;
@@ -17,11 +19,17 @@ use kube::client::Body;
 use kube_core::params::WatchParams;
 use kube_wasm_abi::{ErrorCode, HttpRequest, OpError, WatchRequest};
 
+use crate::upstream::http2::Http2Pool;
+
 /// The API server connection shared by every module: a kube client and what the guests are
 /// told about it. Cheap to clone.
 #[derive(Clone)]
 pub struct Upstream {
+    /// kube's own client, HTTP/1.1: websocket upgrades, and every request when HTTP/2 is off
+    /// or the server does not choose it.
     client: kube::Client,
+    /// The same identity's client over shared HTTP/2 connections, and their pool.
+    http2: Option<(Http2Pool, kube::Client)>,
     cluster_url: String,
     default_namespace: String,
 }
@@ -42,17 +50,33 @@ impl Upstream {
         let default_namespace = client.default_namespace().to_owned();
         Self {
             client,
+            http2: None,
             cluster_url: cluster_url.into(),
             default_namespace,
         }
     }
 
-    /// Builds kube's own client (auth, TLS, timeouts) from `config`. Must run inside a tokio
-    /// runtime.
+    /// Builds kube's own client (auth, TLS, timeouts) from `config`, HTTP/1.1 only. Must run
+    /// inside a tokio runtime.
     ///
     /// # Errors
     /// Whatever [`kube::Client::try_from`] refuses (bad TLS material, unsupported proxy, …).
     pub fn from_config(config: kube::Config) -> Result<Self, kube::Error> {
+        Self::over(config, None)
+    }
+
+    /// Like [`from_config`](Self::from_config), sending requests and watches as streams of
+    /// `pool`'s shared HTTP/2 connections (when the server chooses HTTP/2) with kube's layers
+    /// for `config`'s identity; websocket upgrades stay on kube's HTTP/1.1 client. `pool` must
+    /// be built from a `config` that differs at most in identity.
+    ///
+    /// # Errors
+    /// As [`from_config`](Self::from_config), or whatever kube's auth and header layers refuse.
+    pub fn over(config: kube::Config, pool: Option<&Http2Pool>) -> Result<Self, kube::Error> {
+        let http2 = match pool {
+            Some(pool) => Some((pool.clone(), pool.client(&config)?)),
+            None => None,
+        };
         let mut cluster_url = config.cluster_url.to_string();
         if config.cluster_url.path() == "/" && config.cluster_url.query().is_none() {
             // `http::Uri` shows `https://host:port` as `https://host:port/`; keep the
@@ -60,7 +84,15 @@ impl Upstream {
             cluster_url.truncate(cluster_url.trim_end_matches('/').len());
         }
         let client = kube::Client::try_from(config)?;
-        Ok(Self::new(client, cluster_url))
+        Ok(Self {
+            http2,
+            ..Self::new(client, cluster_url)
+        })
+    }
+
+    /// The shared HTTP/2 connections this upstream sends over, if any.
+    pub fn http2_pool(&self) -> Option<&Http2Pool> {
+        self.http2.as_ref().map(|(pool, _)| pool)
     }
 
     /// The API server URL, for information.
@@ -83,7 +115,11 @@ impl Upstream {
         &self,
         request: http::Request<Body>,
     ) -> Result<http::Response<Body>, OpError> {
-        self.client.send(request).await.map_err(request_error)
+        let client = match &self.http2 {
+            Some((pool, client)) if pool.usable().await => client,
+            _ => &self.client,
+        };
+        client.send(request).await.map_err(request_error)
     }
 
     /// Like [`send`](Self::send), giving up after `timeout` (if any) without a response head.

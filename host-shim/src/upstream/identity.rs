@@ -5,12 +5,15 @@
 //! account's groups `system:serviceaccounts` and `system:serviceaccounts:<namespace>`).
 //! The host's own identity needs the RBAC verb `impersonate` on `serviceaccounts`.
 //! Guests never see any credential, and their own `Impersonate-*` headers are dropped
-//! (see [`crate::upstream::client::build_http_request`]).
+//! (see [`crate::upstream::client::build_http_request`]). Impersonation being a header, every
+//! identity sends over the same shared HTTP/2 connections, as client-go's impersonating clients
+//! share a transport.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use crate::upstream::client::Upstream;
+use crate::upstream::http2::{Http2Pool, Http2Settings};
 
 /// A ServiceAccount a module acts as.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -42,6 +45,8 @@ pub struct Identities {
     /// The host's kube `Config`, from which a client for an account not built at start is
     /// made when a module first needs it (the operator's WasmControllers).
     base: Option<kube::Config>,
+    /// The HTTP/2 connections every identity shares, if any.
+    http2: Option<Http2Pool>,
     accounts: std::sync::Arc<std::sync::Mutex<HashMap<ServiceAccount, Upstream>>>,
 }
 
@@ -51,23 +56,32 @@ impl Identities {
         Self {
             own,
             base: None,
+            http2: None,
             accounts: Default::default(),
         }
     }
 
     /// Builds the host's client from `config` and one impersonating client per account in
     /// `accounts` (duplicates share one); clients for other accounts are built from `config`
-    /// when first asked for. Must run inside a tokio runtime.
+    /// when first asked for. With `http2`, all of them send over one [`Http2Pool`] (see
+    /// [`Upstream::over`]); without, each over kube's HTTP/1.1 client. Must run inside a tokio
+    /// runtime.
     ///
     /// # Errors
-    /// Whatever [`kube::Client::try_from`] refuses.
+    /// Whatever [`kube::Client::try_from`] or [`Http2Pool::for_config`] refuse.
     pub fn from_config(
         config: kube::Config,
         accounts: impl IntoIterator<Item = ServiceAccount>,
+        http2: Option<Http2Settings>,
     ) -> Result<Self, kube::Error> {
+        let pool = match http2 {
+            Some(settings) => Http2Pool::for_config(&config, settings)?,
+            None => None,
+        };
         let identities = Self {
             base: Some(config.clone()),
-            ..Self::new(Upstream::from_config(config)?)
+            http2: pool.clone(),
+            ..Self::new(Upstream::over(config, pool.as_ref())?)
         };
         for account in accounts {
             identities.build(&account)?;
@@ -85,7 +99,7 @@ impl Identities {
         let mut config = base.clone();
         config.auth_info.impersonate = Some(account.user_name());
         config.auth_info.impersonate_groups = None;
-        let upstream = Upstream::from_config(config)?;
+        let upstream = Upstream::over(config, self.http2.as_ref())?;
         self.lock().insert(account.clone(), upstream.clone());
         Ok(Some(upstream))
     }
@@ -99,6 +113,11 @@ impl Identities {
     /// Adds (or replaces) the upstream used for `account`.
     pub fn insert(&mut self, account: ServiceAccount, upstream: Upstream) {
         self.lock().insert(account, upstream);
+    }
+
+    /// The HTTP/2 connections every identity shares, if any.
+    pub fn http2_pool(&self) -> Option<&Http2Pool> {
+        self.http2.as_ref()
     }
 
     /// The host's own upstream.
@@ -145,9 +164,26 @@ mod tests {
             namespace: "n".into(),
             name: "b".into(),
         };
-        let ids =
-            Identities::from_config(config, [a.clone(), b.clone(), a.clone()]).expect("clients");
+        let ids = Identities::from_config(
+            config,
+            [a.clone(), b.clone(), a.clone()],
+            Some(Http2Settings::default()),
+        )
+        .expect("clients");
         assert_eq!(ids.lock().len(), 2);
+        let shared = ids.http2_pool().expect("an https cluster gets a pool");
+        for upstream in [
+            ids.own(),
+            &ids.upstream_for(Some(&b)).expect("b's upstream"),
+        ] {
+            let pool = upstream
+                .http2_pool()
+                .expect("every identity sends over HTTP/2");
+            assert!(
+                pool.is(shared),
+                "impersonated identities share the connections"
+            );
+        }
         assert!(ids.upstream_for(Some(&a)).is_some());
         assert!(ids.upstream_for(None).is_some());
         let c = ServiceAccount {

@@ -1,7 +1,11 @@
-//! The idle-code lever (the host's `releaseIdleCode`): the same fleets with the host
-//! releasing the compiled code of modules no instance runs, and with it keeping that code,
-//! in one run. Each launch settles, samples its idle memory, then times the next event (the
-//! first after the code was released) and the one right after it (code warm again):
+//! The host's memory levers, each a manifest setting on by default, measured in one run: the
+//! same fleets with every lever on (the defaults), and with one lever turned off at a time:
+//! - `releaseIdleCode`: the host releases the compiled code of modules no instance runs;
+//! - `http2`: requests and watches of every module share HTTP/2 connections.
+//!
+//! Each launch settles, samples its idle memory and counts the host's TCP connections to the
+//! apiserver, then times the next event (the first after the code was released) and the one
+//! right after it (code warm again). The fleets:
 //! - **five examples**: configmap-mirror, configmap-generator, finalizer-controller,
 //!   store-reader and multi-watch in one host, each in its own namespace — distinct modules,
 //!   so distinct code; the events are ConfigMaps configmap-mirror mirrors into Secrets;
@@ -25,15 +29,53 @@ use crate::fleet::{Fleet, Setup, Variant, host_manifest};
 use crate::memory::Sample;
 use crate::workloads::Bench;
 
-/// One launch of a fleet with the host's `releaseIdleCode` on or off.
+/// A host setting that saves memory, on by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Lever {
+    /// `releaseIdleCode`.
+    ReleaseIdleCode,
+    /// `http2`.
+    Http2,
+}
+
+impl Lever {
+    /// Every lever, in report order.
+    pub const ALL: [Lever; 2] = [Lever::ReleaseIdleCode, Lever::Http2];
+
+    /// Its manifest setting.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Lever::ReleaseIdleCode => "releaseIdleCode",
+            Lever::Http2 => "http2",
+        }
+    }
+
+    /// `setup` with this lever turned off.
+    pub fn off(self, setup: &Setup) -> Setup {
+        match self {
+            Lever::ReleaseIdleCode => Setup {
+                release_idle_code: false,
+                ..setup.clone()
+            },
+            Lever::Http2 => Setup {
+                http2: false,
+                ..setup.clone()
+            },
+        }
+    }
+}
+
+/// One launch of a fleet with every lever on, or with one off.
 #[derive(Debug, Clone, Serialize)]
-pub struct IdleCodeRun {
+pub struct LeverRun {
     /// Which fleet: `five examples`, `ring N=…` or `ring N=… suspended`.
     pub fleet: String,
-    /// Whether the host released idle code.
-    pub release: bool,
+    /// The lever turned off; `None`: every lever on (the host's defaults).
+    pub off: Option<Lever>,
     /// Memory after the settle time (median of 3 samples 1 s apart).
     pub idle: Sample,
+    /// The host's established TCP connections to the apiserver after the settle time.
+    pub apiserver_connections: usize,
     /// The first event after the settle time, in ms: a ConfigMap until its Secret is seen
     /// (five examples), or a ring cycle.
     pub next_event_ms: f64,
@@ -87,20 +129,20 @@ impl Bench {
         Ok(())
     }
 
-    /// Runs every fleet of the lever with the host's `releaseIdleCode` off, then on, and
-    /// returns the launches. `examples` are the examples' `.wasm` files (by file stem);
-    /// without configmap-mirror among them the examples fleet is skipped. `ring_n`: the
-    /// ring's controllers.
+    /// Runs every fleet with every lever on, then with each lever off in turn, and returns
+    /// the launches. `examples` are the examples' `.wasm` files (by file stem); without
+    /// configmap-mirror among them the examples fleet is skipped. `ring_n`: the ring's
+    /// controllers.
     ///
     /// # Errors
     /// If a launch fails.
-    pub async fn idle_code(
+    pub async fn levers(
         &self,
         examples: &[PathBuf],
         ring_n: usize,
         suspend: bool,
         tag: &str,
-    ) -> anyhow::Result<Vec<IdleCodeRun>> {
+    ) -> anyhow::Result<Vec<LeverRun>> {
         let has_mirror = examples
             .iter()
             .any(|p| p.file_stem().is_some_and(|s| s == "configmap-mirror"));
@@ -113,27 +155,27 @@ impl Bench {
             // Primes the host's cache with the examples (the ring is primed already), so
             // no measured launch compiles.
             launch += 1;
-            eprintln!("bench: idle code, priming the cache with the examples");
+            eprintln!("bench: levers, priming the cache with the examples");
             self.examples_idle(
                 &self.setup,
                 examples,
-                true,
+                None,
                 &format!("{tag}-{launch}"),
                 false,
             )
             .await?;
         }
-        for release in [false, true] {
-            let setup = Setup {
-                release_idle_code: release,
-                ..self.setup.clone()
-            };
+        for off in std::iter::once(None).chain(Lever::ALL.map(Some)) {
+            let setup = off.map_or_else(|| self.setup.clone(), |lever| lever.off(&self.setup));
+            let label = off.map_or("every lever on".to_owned(), |lever| {
+                format!("{}: false", lever.setting())
+            });
             if has_mirror {
                 launch += 1;
                 let tag = format!("{tag}-{launch}");
-                eprintln!("bench: idle code, five examples, releaseIdleCode: {release}");
+                eprintln!("bench: levers, five examples, {label}");
                 runs.push(
-                    self.examples_idle(&setup, examples, release, &tag, true)
+                    self.examples_idle(&setup, examples, off, &tag, true)
                         .await?,
                 );
             }
@@ -146,21 +188,20 @@ impl Bench {
                 launch += 1;
                 let tag = format!("{tag}-{launch}");
                 eprintln!(
-                    "bench: idle code, ring N={ring_n} {}, releaseIdleCode: {release}",
+                    "bench: levers, ring N={ring_n} {}, {label}",
                     variant.label()
                 );
-                runs.push(
-                    self.ring_idle(&setup, variant, ring_n, release, &tag)
-                        .await?,
-                );
+                runs.push(self.ring_idle(&setup, variant, ring_n, off, &tag).await?);
             }
         }
         for run in &runs {
             eprintln!(
-                "bench:   {} release {}: idle {:.1} MiB PSS; next event {:.1} ms, then {:.1} ms",
+                "bench:   {} off {:?}: idle {:.1} MiB PSS, {} apiserver connections; next event \
+                 {:.1} ms, then {:.1} ms",
                 run.fleet,
-                run.release,
+                run.off,
                 run.idle.pss_kib as f64 / 1024.0,
+                run.apiserver_connections,
                 run.next_event_ms,
                 run.warm_event_ms
             );
@@ -174,10 +215,10 @@ impl Bench {
         &self,
         setup: &Setup,
         examples: &[PathBuf],
-        release: bool,
+        off: Option<Lever>,
         tag: &str,
         measure: bool,
-    ) -> anyhow::Result<IdleCodeRun> {
+    ) -> anyhow::Result<LeverRun> {
         let mut entries = Vec::new();
         let mut mirror_ns = None;
         for wasm in examples {
@@ -205,25 +246,28 @@ impl Bench {
             .context("configmap-mirror's first mirror")?;
         if !measure {
             fleet.stop(Duration::from_secs(15))?;
-            return Ok(IdleCodeRun {
+            return Ok(LeverRun {
                 fleet: "five examples (priming)".into(),
-                release,
+                off,
                 idle: Sample::default(),
+                apiserver_connections: 0,
                 next_event_ms: f64::NAN,
                 warm_event_ms: f64::NAN,
             });
         }
         tokio::time::sleep(self.params.settle).await;
         let idle = fleet.idle_memory().await?;
+        let apiserver_connections = fleet.connections_to(self.apiserver_port);
         let timeout = self.params.cycle_timeout;
         let next = self.mirror(&configs, &secrets, "next", timeout).await?;
         let warm = self.mirror(&configs, &secrets, "warm", timeout).await?;
         fleet.check_alive()?;
         fleet.stop(Duration::from_secs(15))?;
-        Ok(IdleCodeRun {
+        Ok(LeverRun {
             fleet: "five examples".into(),
-            release,
+            off,
             idle,
+            apiserver_connections,
             next_event_ms: next,
             warm_event_ms: warm,
         })
@@ -271,9 +315,9 @@ impl Bench {
         setup: &Setup,
         variant: Variant,
         n: usize,
-        release: bool,
+        off: Option<Lever>,
         tag: &str,
-    ) -> anyhow::Result<IdleCodeRun> {
+    ) -> anyhow::Result<LeverRun> {
         let p = &self.params;
         let links = self.ring_links(tag, n).await?;
         let first = format!("{tag}-0");
@@ -293,6 +337,7 @@ impl Bench {
         }
         tokio::time::sleep(p.settle).await;
         let idle = fleet.idle_memory().await?;
+        let apiserver_connections = fleet.connections_to(self.apiserver_port);
         let next = cycle(p.cycle_timeout).await?;
         let warm = cycle(p.cycle_timeout).await?;
         fleet.check_alive()?;
@@ -302,10 +347,11 @@ impl Bench {
         } else {
             ""
         };
-        Ok(IdleCodeRun {
+        Ok(LeverRun {
             fleet: format!("ring N={n}{suspended}"),
-            release,
+            off,
             idle,
+            apiserver_connections,
             next_event_ms: next,
             warm_event_ms: warm,
         })
