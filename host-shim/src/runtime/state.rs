@@ -132,8 +132,8 @@ pub struct HostState {
     /// The minor ABI version the guest was built for (from `kube_wasm_abi_version`); what
     /// the host may send it depends on it.
     pub abi_minor: u16,
-    /// What op tasks need.
-    pub ctx: OpContext,
+    /// What op tasks need; every op task holds a reference, not a copy.
+    pub ctx: Arc<OpContext>,
     /// Whether the module ever called `stop_signal`: a module that never did is ended at once
     /// when the host stops.
     pub asked_for_stop: bool,

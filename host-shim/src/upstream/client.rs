@@ -119,7 +119,9 @@ impl Upstream {
             Some((pool, client)) if pool.usable().await => client,
             _ => &self.client,
         };
-        client.send(request).await.map_err(request_error)
+        // Boxed: kube's send future is kilobytes, and every watch's task would otherwise
+        // keep room for it for as long as the watch lasts, not just until the response head.
+        Box::pin(client.send(request)).await.map_err(request_error)
     }
 
     /// Like [`send`](Self::send), giving up after `timeout` (if any) without a response head.

@@ -223,7 +223,7 @@ impl Http2Pool {
             Protocol::Http1 => return false,
             Protocol::Unknown => {}
         }
-        match self.open().await {
+        match Box::pin(self.open()).await {
             Ok(Some(connection)) => {
                 let mut state = self.inner.lock();
                 state.connections.push(connection);
@@ -287,8 +287,7 @@ impl Http2Pool {
         if let Some(found) = self.reserve() {
             return Ok(found);
         }
-        let connection = self
-            .open()
+        let connection = Box::pin(self.open())
             .await?
             .ok_or("the API server no longer chooses HTTP/2")?;
         let found = self
@@ -322,7 +321,9 @@ impl Http2Pool {
         Some((connection.sender.clone(), slot))
     }
 
-    /// Connects and handshakes; `None` if the server chose HTTP/1.1.
+    /// Connects and handshakes; `None` if the server chose HTTP/1.1. Its future is large
+    /// (TLS and HTTP/2 handshakes): callers box it, so the futures of requests and watches
+    /// do not keep room for it.
     async fn open(&self) -> Result<Option<Arc<Connection>>, BoxError> {
         let connecting = self
             .inner

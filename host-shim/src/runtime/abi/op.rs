@@ -4,8 +4,10 @@
 //! the guest.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
+use futures::FutureExt as _;
 use kube_wasm_abi::{Completion, OpId, decode_frame, encode_frame};
 use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
@@ -76,7 +78,7 @@ pub(crate) fn start_op<W, F>(
     work: W,
 ) -> Result<Started, QuotaAbuse>
 where
-    W: FnOnce(OpContext, CompletionSink, HeldBytes) -> F,
+    W: FnOnce(Arc<OpContext>, CompletionSink, HeldBytes) -> F,
     F: Future<Output = Result<(), ModuleGone>> + Send + 'static,
 {
     Ok(match admit_op(state, kind, body_bytes)? {
@@ -135,7 +137,7 @@ pub(crate) fn admit_op(
 /// Returns the op's id.
 pub(crate) fn spawn_op<W, F>(state: &mut HostState, kind: OpKind, held: HeldBytes, work: W) -> OpId
 where
-    W: FnOnce(OpContext, CompletionSink, HeldBytes) -> F,
+    W: FnOnce(Arc<OpContext>, CompletionSink, HeldBytes) -> F,
     F: Future<Output = Result<(), ModuleGone>> + Send + 'static,
 {
     let ctx = state.ctx.clone();
@@ -143,13 +145,10 @@ where
         let sink = CompletionSink::new(id, ctx.completions.clone(), ctx.budget.clone());
         let runtime = ctx.runtime.clone();
         let task = work(ctx, sink, held);
+        // `map`, not an `async` block awaiting `task`: that block would keep room for the
+        // task twice (as its capture and as its awaited future) for as long as the op lasts.
         runtime
-            .spawn(
-                async move {
-                    let _ = task.await;
-                }
-                .instrument(tracing::Span::current()),
-            )
+            .spawn(task.map(drop).instrument(tracing::Span::current()))
             .abort_handle()
     })
 }

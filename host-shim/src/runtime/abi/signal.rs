@@ -25,13 +25,16 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 fn stop_signal(mut caller: Caller<'_, HostState>) -> wasmtime::Result<i64> {
     let state = caller.data_mut();
     state.asked_for_stop = true;
-    let started = start_op(state, OpKind::StopSignal, 0, |ctx, sink, _| async move {
-        let mut phase = ctx.phase;
-        // If the host drops its stop handle, no stop can come: stay pending.
-        if phase.wait_for(|p| *p != Phase::Running).await.is_ok() {
-            sink.send(&Completion::Stop {}, b"").await?;
+    let started = start_op(state, OpKind::StopSignal, 0, |ctx, sink, _| {
+        // Only the phase: the task lasts as long as the module.
+        let mut phase = ctx.phase.clone();
+        async move {
+            // If the host drops its stop handle, no stop can come: stay pending.
+            if phase.wait_for(|p| *p != Phase::Running).await.is_ok() {
+                sink.send(&Completion::Stop {}, b"").await?;
+            }
+            Ok(())
         }
-        Ok(())
     })?;
     Ok(op_to_wasm(started.id))
 }

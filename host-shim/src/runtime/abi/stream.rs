@@ -314,7 +314,7 @@ async fn keepalive_tick(interval: &mut Option<tokio::time::Interval>) {
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
 async fn relay_stream(
-    ctx: OpContext,
+    ctx: Arc<OpContext>,
     request: Result<http::Request<Vec<u8>>, OpError>,
     relay: Relay,
     sink: &CompletionSink,

@@ -18,6 +18,8 @@
 //! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
 //! the upstream watch.
 
+use std::sync::Arc;
+
 use kube_wasm_abi::names::{IMPORT_MODULE, IMPORT_WATCH};
 use kube_wasm_abi::{Completion, WatchRequest};
 use wasmtime::{Caller, Linker};
@@ -43,12 +45,9 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
 fn watch(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmtime::Result<i64> {
     let request = read_frame::<WatchRequest>(&mut caller, IMPORT_WATCH, ptr, len)?.header;
-    let started = start_op(
-        caller.data_mut(),
-        OpKind::Watch,
-        0,
-        |ctx, sink, _| async move { run_watch(ctx, request, &sink).await },
-    )?;
+    let started = start_op(caller.data_mut(), OpKind::Watch, 0, |ctx, sink, _| {
+        run_watch(ctx, request, sink)
+    })?;
     Ok(op_to_wasm(started.id))
 }
 
@@ -61,16 +60,21 @@ fn is_collection_watch(info: &RequestInfo) -> bool {
 
 /// Runs one watch and sends its completions to `sink`.
 ///
+/// A watch lasts long and its task keeps room for the largest state it can be in: each way
+/// the watch can go (denied, shared, upstream head, events) is a boxed future of its own, so
+/// the task holds only the one it takes.
+///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
 pub async fn run_watch(
-    ctx: OpContext,
+    ctx: Arc<OpContext>,
     request: WatchRequest,
-    sink: &CompletionSink,
+    sink: CompletionSink,
 ) -> Result<(), ModuleGone> {
+    let sink = &sink;
     let mut http_request = upstream::build_watch_request(&request);
     let judged = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
-        Ok(Err(denied)) => return send_denied(&denied, &ctx.warnings, sink).await,
+        Ok(Err(denied)) => return Box::pin(send_denied(&denied, &ctx.warnings, sink)).await,
         Ok(Ok(judged)) => Some(judged),
         Err(_) => None,
     };
@@ -86,7 +90,8 @@ pub async fn run_watch(
             StartAt::Now => None,
         };
         let subscription = watches.cache.subscribe(&key, &ctx.upstream, hint);
-        if shared_watch::watch(subscription, &request, start, sink).await? == Served::Done {
+        let served = Box::pin(shared_watch::watch(subscription, &request, start, sink)).await?;
+        if served == Served::Done {
             return Ok(());
         }
     }
@@ -101,26 +106,26 @@ pub async fn run_watch(
     let status = response.status();
     if !status.is_success() {
         let headers = upstream::header_pairs(response.headers());
-        return send_whole(
+        return Box::pin(send_whole(
             status.as_u16(),
             headers,
             response.into_body(),
             ctx.limits,
             &ctx.access.module,
             sink,
-        )
+        ))
         .await;
     }
     tracing::debug!(op = sink.op(), path = %request.path, "watch started");
     let _open = ctx.metrics.watch_opened();
     let headers = upstream::header_pairs(response.headers());
-    send_head_and_lines(
+    Box::pin(send_head_and_lines(
         status.as_u16(),
         headers,
         response.into_body(),
         ctx.limits,
         sink,
         LinePolicy::WatchEvents,
-    )
+    ))
     .await
 }

@@ -148,7 +148,7 @@ async fn run_inner(
         streams: Default::default(),
         refusals: VecDeque::new(),
         abi_minor: 0,
-        ctx: OpContext {
+        ctx: Arc::new(OpContext {
             upstream,
             access: Arc::new(Access {
                 module: name.to_string(),
@@ -166,7 +166,7 @@ async fn run_inner(
             quotas,
             budget: ByteBudget::new(quotas.buffered_bytes),
             warnings: Arc::new(WarnThrottle::default()),
-        },
+        }),
         asked_for_stop: false,
         entry_ticks: 0,
         entry_tick_budget: cx.entry_tick_budget,
