@@ -82,12 +82,17 @@ async fn run_shared(upstream: Upstream, guests: &[(&str, Vec<u8>)]) -> common::R
     run_guests_on(upstream, shared_settings(Duration::ZERO), guests).await
 }
 
-/// The events a watch guest recorded, as `type name rv` (`head`, `end` as they are).
+/// The events a watch guest recorded, whatever its op id, as `type name rv` (`head`, `end` as
+/// they are).
 fn events_of(run: &common::Run, name: &str) -> Vec<String> {
     run.lines_of(name)
         .iter()
         .map(|line| {
-            let line = line.strip_prefix("1:").unwrap_or(line);
+            // Without the op id the guest prints first (`<op>:`).
+            let line = match line.split_once(':') {
+                Some((op, rest)) if op.bytes().all(|b| b.is_ascii_digit()) => rest,
+                _ => line,
+            };
             if line.starts_with(r#"{"kind":"head""#) {
                 return "head".into();
             }
@@ -365,4 +370,80 @@ async fn a_collection_the_host_may_not_list_is_watched_module_by_module() {
         );
     }
     assert_eq!(count(&seen, true), 2, "each module watched upstream");
+}
+
+/// A guest that watches with `request` once a timer of `after_ms` has fired (op 1), and
+/// records the watch's completions.
+fn late_watch_guest(request: &WatchRequest, after_ms: u64) -> Vec<u8> {
+    let frame = encode_frame(request, b"");
+    Guest::new(&format!("(drop (call $delay (i64.const {after_ms})))"))
+        .complete(&format!(
+            "(if (i64.eq (local.get $op) (i64.const 1)) \
+               (then (drop {})) \
+               (else (call $record (local.get $op) (local.get $ptr) (local.get $len))))",
+            call_with_frame("watch", &frame)
+        ))
+        .frame(&frame)
+        .wasm()
+}
+
+/// One module watches from 41 and sees 42 and 43 arrive; another resumes from 42 two seconds
+/// later. With a history age of 200 ms the events have left the history by then, and the
+/// late watch is `410 Expired` at the newest resourceVersion; with the default age (75 s),
+/// it gets 43.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_leave_the_history_at_its_age() {
+    let late_events = async |history_age: Duration| {
+        let closed = Arc::new(AtomicBool::new(false));
+        let (client, _seen) = fake_client(move |req| {
+            if is_watch(req) {
+                let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
+                Reply::new(
+                    200,
+                    vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
+                )
+                .hanging(closed.clone())
+            } else {
+                Reply::ok(&list_body(41, &["a"]))
+            }
+        });
+        let (mut settings, buffer) = test_settings();
+        settings.shared_watches = Some(CacheSettings {
+            linger: Duration::from_secs(10),
+            history_age,
+            ..CacheSettings::default()
+        });
+        let run = run_guests_on(
+            Upstream::new(client, "https://fake.invalid"),
+            (settings, buffer),
+            &[
+                ("early", watch_guest(&watch_from("41", Some(1)))),
+                ("late", late_watch_guest(&watch_from("42", Some(1)), 2000)),
+            ],
+        )
+        .await;
+        assert_eq!(
+            events_of(&run, "early"),
+            ["head", "ADDED b 42", "MODIFIED a 43", r#"{"kind":"end"}"#]
+        );
+        assert_eq!(
+            run.outcome("late"),
+            &ModuleOutcome::Exited(0),
+            "{}",
+            run.output
+        );
+        events_of(&run, "late")
+    };
+    assert_eq!(
+        late_events(Duration::from_millis(200)).await,
+        [
+            "head",
+            r#"ERROR 410 "too old resource version: 42 (43)""#,
+            r#"{"kind":"end"}"#
+        ]
+    );
+    assert_eq!(
+        late_events(CacheSettings::default().history_age).await,
+        ["head", "MODIFIED a 43", r#"{"kind":"end"}"#]
+    );
 }

@@ -6,6 +6,7 @@
 //! - a `410 Gone`/`Expired` (or any other `ERROR` event, or an event the cache cannot read)
 //!   means events were missed: the informer LISTs again, which replaces the store and ends the
 //!   watches served from the old one (their modules resume and get a `410` or the new events);
+//! - events leave the history when they reach its age, while the watch waits for the next;
 //! - a LIST refused with a 4xx status ends the informer: the collection is not shared.
 
 use std::sync::Arc;
@@ -192,7 +193,18 @@ async fn watch(upstream: &Upstream, shared: &Shared, cache: &WatchCache) -> Watc
     let _open = cache.metrics().watch_opened();
     let mut body = response.into_body();
     let mut framer = LineFramer::new(cache.limits().max_line_bytes);
-    while let Some(frame) = body.frame().await {
+    loop {
+        let expiry = cache.history_expiry(&shared.lock().store);
+        let frame = tokio::select! {
+            frame = body.frame() => frame,
+            () = tokio::time::sleep_until(expiry.unwrap_or_else(Instant::now)), if expiry.is_some() => {
+                shared.update(|state| cache.expire_history(&mut state.store));
+                continue;
+            }
+        };
+        let Some(frame) = frame else {
+            break;
+        };
         let data = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => data,

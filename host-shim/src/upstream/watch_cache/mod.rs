@@ -36,6 +36,7 @@ use std::time::Duration;
 use kube_wasm_abi::OpError;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use crate::metrics::{CacheTotals, Metrics};
 use crate::upstream::client::Upstream;
@@ -53,6 +54,9 @@ pub struct CacheSettings {
     /// Most bytes of event history all shared watches keep together; past it the oldest
     /// events of the watch that grows are dropped.
     pub history_bytes: usize,
+    /// How long an event stays in the history (kube-apiserver's watch cache keeps 75 s of
+    /// events fresh; older ones are kept there only while its capacity has room).
+    pub history_age: Duration,
     /// How long an informer without subscribers keeps its upstream watch.
     pub linger: Duration,
     /// Most informers without subscribers kept at once (lingering); past it an informer
@@ -65,6 +69,7 @@ impl Default for CacheSettings {
         Self {
             history_events: 1024,
             history_bytes: 64 * 1024 * 1024,
+            history_age: Duration::from_secs(75),
             linger: Duration::from_secs(30),
             max_lingering: 64,
         }
@@ -265,6 +270,22 @@ impl WatchCache {
     /// Forgets `bytes` of history (a store was reset or events were evicted by count).
     pub(crate) fn release_history(&self, bytes: usize) {
         self.inner.history_bytes.fetch_sub(bytes, Ordering::SeqCst);
+    }
+
+    /// Drops the events of `store` older than the history age, and forgets their bytes.
+    pub(crate) fn expire_history(&self, store: &mut Store) {
+        let cutoff = Instant::now().checked_sub(self.inner.settings.history_age);
+        if let Some(cutoff) = cutoff {
+            let freed = store.evict_received_before(cutoff);
+            self.release_history(freed);
+        }
+    }
+
+    /// When the oldest event of `store` reaches the history age, if it holds any.
+    pub(crate) fn history_expiry(&self, store: &Store) -> Option<Instant> {
+        store
+            .oldest_received()
+            .map(|received| received + self.inner.settings.history_age)
     }
 
     pub(crate) fn limits(&self) -> OpLimits {

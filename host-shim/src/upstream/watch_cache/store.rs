@@ -9,11 +9,16 @@
 //!   else the oldest event's resourceVersion − 1); an older one is `410 Expired` ("too old
 //!   resource version");
 //! - a watch from an `rv` newer than the cache gets the events after `rv` as they come.
+//!
+//! Events leave the history by count (the capacity), by the bytes budget of all histories,
+//! and by age ([`Store::evict_received_before`]): kube-apiserver keeps 75 s of events fresh,
+//! and a module resuming from an evicted point relists from the store, as from the API server.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use super::event::{EventType, ObjectJson, ObjectKey, ParsedList, TypeMeta, event_line};
 
@@ -24,6 +29,8 @@ pub struct CachedEvent {
     pub resource_version: u64,
     /// The event line.
     pub line: Bytes,
+    /// When the host received it.
+    pub received: Instant,
 }
 
 /// A watch from a resourceVersion the history no longer covers (`410 Expired`).
@@ -135,6 +142,7 @@ impl Store {
         self.history.push_back(Arc::new(CachedEvent {
             resource_version: rv,
             line,
+            received: Instant::now(),
         }));
         self.rv = rv;
         true
@@ -155,6 +163,22 @@ impl Store {
             }
             None => 0,
         }
+    }
+
+    /// Drops the events of the history received before `cutoff`; returns their size in
+    /// bytes. A watch may then start no earlier than the newest of them (see
+    /// [`oldest`](Self::oldest)).
+    pub fn evict_received_before(&mut self, cutoff: Instant) -> usize {
+        let mut freed = 0;
+        while self.history.front().is_some_and(|e| e.received < cutoff) {
+            freed += self.evict_oldest();
+        }
+        freed
+    }
+
+    /// When the oldest event of the history was received, if it holds any.
+    pub fn oldest_received(&self) -> Option<Instant> {
+        self.history.front().map(|e| e.received)
     }
 
     /// The newest resourceVersion the store has seen.
@@ -313,6 +337,52 @@ mod tests {
         assert_eq!(store.since(11).map(|e| rvs(&e)), Ok(vec![12, 13, 14]));
         assert_eq!(store.size().objects, 3, "a, c, d");
         assert_eq!(store.size().events, 3);
+    }
+
+    #[test]
+    fn events_received_before_a_cutoff_leave_and_resumes_start_after_them() {
+        let mut store = listed(10, &[("a", 5)]);
+        assert!(change(&mut store, "MODIFIED", "a", 11));
+        let between = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(change(&mut store, "MODIFIED", "a", 12));
+        assert_eq!(store.oldest_received().map(|at| at < between), Some(true));
+        assert_eq!(
+            store.evict_received_before(between - std::time::Duration::from_secs(1)),
+            0
+        );
+        let first = store.history_bytes();
+        let freed_first = store.evict_received_before(between);
+        assert!(
+            freed_first > 0 && freed_first < first,
+            "only the event of 11 left: {freed_first} of {first}"
+        );
+        assert_eq!(store.since(11).map(|e| rvs(&e)), Ok(vec![12]));
+        assert_eq!(
+            store.since(10),
+            Err(TooOld {
+                asked: 10,
+                oldest: 11
+            })
+        );
+        let later = Instant::now() + std::time::Duration::from_millis(1);
+        let freed_rest = store.evict_received_before(later);
+        assert_eq!(freed_first + freed_rest, first);
+        assert_eq!((store.size().events, store.history_bytes()), (0, 0));
+        assert_eq!(store.oldest_received(), None);
+        assert_eq!(
+            store.since(12).map(|e| rvs(&e)),
+            Ok(vec![]),
+            "the newest point stays"
+        );
+        assert_eq!(
+            store.since(11),
+            Err(TooOld {
+                asked: 11,
+                oldest: 12
+            })
+        );
+        assert_eq!(store.size().objects, 1, "objects stay");
     }
 
     #[test]
