@@ -6,8 +6,9 @@
 //! - a watch from `""`/`"0"` gets the current objects as `ADDED` events, then what follows;
 //! - a watch from `rv` gets every event after `rv`, if the history still holds them: `rv` must
 //!   be at least the oldest held point (the LIST's resourceVersion while no event was evicted,
-//!   else the oldest event's resourceVersion − 1); an older one is `410 Expired` ("too old
-//!   resource version");
+//!   else the resourceVersion of the newest event evicted: the collection has no event between
+//!   it and the oldest one held, and a bookmark since moves nothing); an older one is
+//!   `410 Expired` ("too old resource version");
 //! - a watch from an `rv` newer than the cache gets the events after `rv` as they come.
 //!
 //! Events leave the history by count (the capacity), by the bytes budget of all histories,
@@ -65,8 +66,8 @@ pub struct Store {
     capacity: usize,
     /// The resourceVersion of the LIST the store was last built from.
     list_rv: u64,
-    /// Whether an event was evicted from the history since that LIST.
-    evicted: bool,
+    /// The resourceVersion of the newest event evicted from the history since that LIST.
+    evicted_through: Option<u64>,
     /// The newest resourceVersion seen (LIST, event or bookmark).
     rv: u64,
     item_type: Option<TypeMeta>,
@@ -83,7 +84,7 @@ impl Store {
             history_bytes: 0,
             capacity: capacity.max(1),
             list_rv: 0,
-            evicted: false,
+            evicted_through: None,
             rv: 0,
             item_type: None,
             list_type: None,
@@ -103,7 +104,7 @@ impl Store {
         self.history_bytes = 0;
         self.list_rv = list.resource_version;
         self.rv = list.resource_version;
-        self.evicted = false;
+        self.evicted_through = None;
         self.item_type = Some(list.item_type);
         self.list_type = Some(list.list_type);
     }
@@ -157,7 +158,7 @@ impl Store {
     pub fn evict_oldest(&mut self) -> usize {
         match self.history.pop_front() {
             Some(event) => {
-                self.evicted = true;
+                self.evicted_through = Some(event.resource_version);
                 self.history_bytes -= event.line.len();
                 event.line.len()
             }
@@ -188,11 +189,7 @@ impl Store {
 
     /// The oldest resourceVersion a watch may start from.
     pub fn oldest(&self) -> u64 {
-        match self.history.front() {
-            Some(first) if self.evicted => first.resource_version - 1,
-            None if self.evicted => self.rv,
-            _ => self.list_rv,
-        }
+        self.evicted_through.unwrap_or(self.list_rv)
     }
 
     /// The events after `rv`, oldest first.
@@ -383,6 +380,10 @@ mod tests {
             })
         );
         assert_eq!(store.size().objects, 1, "objects stay");
+        // A bookmark moves the store on without events: a watch at 12 missed nothing.
+        store.bookmark(30);
+        assert_eq!(store.since(12).map(|e| rvs(&e)), Ok(vec![]));
+        assert_eq!(store.oldest(), 12);
     }
 
     #[test]
