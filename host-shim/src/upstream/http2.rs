@@ -85,7 +85,12 @@ struct Inner {
 struct State {
     protocol: Protocol,
     connections: Vec<Arc<Connection>>,
+    /// When the last connection attempt failed, and why (cleared by a success).
+    failed: Option<(std::time::Instant, String)>,
 }
+
+/// How long a failed connection attempt answers for the requests that waited on it.
+const FAILURE_SHARED_FOR: Duration = Duration::from_secs(1);
 
 /// What the API server chose by ALPN, once known.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -223,7 +228,7 @@ impl Http2Pool {
             Protocol::Http1 => return false,
             Protocol::Unknown => {}
         }
-        match Box::pin(self.open()).await {
+        match self.open_unless_just_failed().await {
             Ok(Some(connection)) => {
                 let mut state = self.inner.lock();
                 state.connections.push(connection);
@@ -287,7 +292,8 @@ impl Http2Pool {
         if let Some(found) = self.reserve() {
             return Ok(found);
         }
-        let connection = Box::pin(self.open())
+        let connection = self
+            .open_unless_just_failed()
             .await?
             .ok_or("the API server no longer chooses HTTP/2")?;
         let found = self
@@ -319,6 +325,24 @@ impl Http2Pool {
             pool: Arc::downgrade(&self.inner),
         };
         Some((connection.sender.clone(), slot))
+    }
+
+    /// [`open`](Self::open), called holding the opening lock — unless the attempt before
+    /// failed within [`FAILURE_SHARED_FOR`]: then its error, at once. During an outage the
+    /// requests that queued for the lock fail together, as each would over its own HTTP/1.1
+    /// connection, instead of one connect timeout after another.
+    async fn open_unless_just_failed(&self) -> Result<Option<Arc<Connection>>, BoxError> {
+        if let Some((at, why)) = &self.inner.lock().failed
+            && at.elapsed() < FAILURE_SHARED_FOR
+        {
+            return Err(why.clone().into());
+        }
+        let opened = Box::pin(self.open()).await;
+        self.inner.lock().failed = match &opened {
+            Err(err) => Some((std::time::Instant::now(), err.to_string())),
+            Ok(_) => None,
+        };
+        opened
     }
 
     /// Connects and handshakes; `None` if the server chose HTTP/1.1. Its future is large
@@ -494,6 +518,39 @@ mod tests {
             .expect("https gets a pool");
         assert_eq!(pool.stats(), Http2Stats::default());
         assert_eq!(pool.inner.settings.max_streams_per_connection, 1);
+    }
+
+    #[tokio::test]
+    async fn requests_waiting_on_a_failed_connection_share_its_failure() {
+        // A server that accepts TCP connections and never answers the TLS handshake.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                held.push(socket);
+            }
+        });
+        let mut silent = config(&format!("https://127.0.0.1:{port}"));
+        silent.connect_timeout = Some(Duration::from_millis(200));
+        let pool = Http2Pool::for_config(&silent, Http2Settings::default())
+            .expect("no error")
+            .expect("a pool");
+        let waiting = futures::future::join_all((0..4).map(|_| pool.usable())).await;
+        assert_eq!(waiting, [false; 4]);
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "one timed-out attempt answered the four"
+        );
+        tokio::time::sleep(FAILURE_SHARED_FOR).await;
+        assert!(!pool.usable().await);
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "later, another attempt");
     }
 
     #[tokio::test]
