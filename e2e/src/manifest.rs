@@ -1,11 +1,12 @@
 //! Host manifests: render one (the benchmark's launches), write one listing modules from
 //! `KUBE_WASM_MODULES` (the end-to-end tests), run `host-shim run --manifest`, read the
-//! host's resident memory.
+//! host's resident memory, stop it and check that no module failed.
 
 use crate::{Program, env_path};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 /// One module entry of a test manifest.
 #[derive(Debug, Clone)]
@@ -142,6 +143,20 @@ pub fn start_manifest_with(kubeconfig: &Path, manifest: &Path, extra: &[&str]) -
         .arg(manifest)
         .args(extra);
     Program::spawn(command, "host-shim")
+}
+
+/// Stops `host` (SIGTERM, up to `timeout`) and asserts that every module stopped cleanly and
+/// none was ever restarted (no `restarting module` line in its log).
+pub fn stop_without_failures(host: &mut Program, timeout: Duration) {
+    let status = host.terminate(timeout).expect("host exits");
+    assert!(status.success(), "every module stops cleanly: {status}");
+    let restarts = host
+        .stderr
+        .snapshot()
+        .iter()
+        .filter(|l| l.contains("restarting module"))
+        .count();
+    assert_eq!(restarts, 0, "no module failed");
 }
 
 /// The resident set size of process `pid` in KiB (`VmRSS` of `/proc/PID/status`), if known.

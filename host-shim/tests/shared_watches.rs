@@ -114,27 +114,27 @@ fn events_of(run: &common::Run, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// An API server whose LIST answers `a` at resourceVersion 41 and whose WATCH sends `ADDED b`
+/// at 42 and `MODIFIED a` at 43, then stays open; and its request log.
+fn listed_at_41_then_42_and_43() -> (kube::Client, Arc<Mutex<Vec<Seen>>>) {
+    let closed = Arc::new(AtomicBool::new(false));
+    fake_client(move |req| {
+        if is_watch(req) {
+            let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
+            Reply::new(
+                200,
+                vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
+            )
+            .hanging(closed.clone())
+        } else {
+            Reply::ok(&list_body(41, &["a"]))
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identical_watches_share_one_list_and_one_watch_and_all_get_every_event() {
-    let closed = Arc::new(AtomicBool::new(false));
-    let lists = Arc::new(Mutex::new(Vec::new()));
-    let (client, seen) = {
-        let closed = closed.clone();
-        let lists = lists.clone();
-        fake_client(move |req| {
-            if is_watch(req) {
-                let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
-                Reply::new(
-                    200,
-                    vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
-                )
-                .hanging(closed.clone())
-            } else {
-                lists.lock().expect("lists").push(req.uri.to_string());
-                Reply::ok(&list_body(41, &["a"]))
-            }
-        })
-    };
+    let (client, seen) = listed_at_41_then_42_and_43();
     let upstream = Upstream::new(client, "https://fake.invalid");
     let guest = watch_guest(&watch_from("41", Some(1)));
     let run = run_shared(
@@ -157,7 +157,13 @@ async fn identical_watches_share_one_list_and_one_watch_and_all_get_every_event(
     }
     assert_eq!(count(&seen, false), 1, "one upstream LIST");
     assert_eq!(count(&seen, true), 1, "one upstream WATCH");
-    let list = lists.lock().expect("lists")[0].clone();
+    let list = seen
+        .lock()
+        .expect("log")
+        .iter()
+        .find(|r| !is_watch(r))
+        .map(|r| r.uri.to_string())
+        .expect("the LIST");
     assert!(
         list.contains("resourceVersion=41") && list.contains("resourceVersionMatch=Exact"),
         "the informer lists exactly where the first module resumes: {list}"
@@ -394,19 +400,7 @@ fn late_watch_guest(request: &WatchRequest, after_ms: u64) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_leave_the_history_at_its_age() {
     let late_events = async |history_age: Duration| {
-        let closed = Arc::new(AtomicBool::new(false));
-        let (client, _seen) = fake_client(move |req| {
-            if is_watch(req) {
-                let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
-                Reply::new(
-                    200,
-                    vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
-                )
-                .hanging(closed.clone())
-            } else {
-                Reply::ok(&list_body(41, &["a"]))
-            }
-        });
+        let (client, _seen) = listed_at_41_then_42_and_43();
         let (mut settings, buffer) = test_settings();
         settings.shared_watches = Some(CacheSettings {
             linger: Duration::from_secs(10),
