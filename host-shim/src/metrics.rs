@@ -386,6 +386,17 @@ impl Metrics {
         }
     }
 
+    /// Records how late a timer reached its module: from when it fell due to the entry that
+    /// delivered it.
+    pub fn observe_timer_lateness(&self, late: Duration) {
+        self.suspend.timer_lateness.observe(late.as_secs_f64());
+    }
+
+    /// Counts a suspended module resumed ahead of its earliest timer.
+    pub fn count_resume_ahead(&self) {
+        self.suspend.resumes_ahead.inc();
+    }
+
     /// Counts an upstream watch as open until the returned guard is dropped.
     pub fn watch_opened(&self) -> OpenWatch {
         self.watches.inc();
@@ -542,6 +553,8 @@ struct SuspendMetrics {
     suspend_seconds: Family<ModuleLabels, Histogram, fn() -> Histogram>,
     resume_seconds: Family<ModuleLabels, Histogram, fn() -> Histogram>,
     snapshot_bytes: Family<ModuleLabels, Gauge>,
+    timer_lateness: Histogram,
+    resumes_ahead: Counter,
 }
 
 impl Default for SuspendMetrics {
@@ -553,6 +566,8 @@ impl Default for SuspendMetrics {
             suspend_seconds: Family::new_with_constructor(swap_histogram),
             resume_seconds: Family::new_with_constructor(swap_histogram),
             snapshot_bytes: Family::default(),
+            timer_lateness: swap_histogram(),
+            resumes_ahead: Counter::default(),
         }
     }
 }
@@ -588,6 +603,16 @@ impl SuspendMetrics {
             "module_snapshot_bytes",
             "Size of the module's snapshot file while it is suspended, in bytes",
             self.snapshot_bytes.clone(),
+        );
+        registry.register(
+            "timer_lateness_seconds",
+            "Time from a module's timer falling due to its delivery into the module, every module",
+            self.timer_lateness.clone(),
+        );
+        registry.register(
+            "timer_resumes",
+            "Suspended modules resumed ahead of their earliest timer, every module",
+            self.resumes_ahead.clone(),
         );
     }
 }

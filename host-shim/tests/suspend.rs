@@ -24,6 +24,17 @@ async fn run_suspending(
     guests: &[(&str, Vec<u8>)],
     control: impl FnOnce(StopHandle, Host) + Send + 'static,
 ) -> (Run, Host) {
+    run_suspending_after(IDLE, upstream, dir, guests, control).await
+}
+
+/// [`run_suspending`] with `suspend: {idleAfter: idle}`.
+async fn run_suspending_after(
+    idle: Duration,
+    upstream: Upstream,
+    dir: &Path,
+    guests: &[(&str, Vec<u8>)],
+    control: impl FnOnce(StopHandle, Host) + Send + 'static,
+) -> (Run, Host) {
     let (settings, buffer) = test_settings();
     let settings = Settings {
         suspend_dir: Some(dir.to_owned()),
@@ -36,7 +47,7 @@ async fn run_suspending(
             host.load_bytes(name, wasm)
                 .expect("compiles")
                 .with_options(ModuleOptions {
-                    suspend: Some(SuspendPolicy::after(IDLE)),
+                    suspend: Some(SuspendPolicy::after(idle)),
                     ..ModuleOptions::default()
                 })
         })
@@ -58,6 +69,16 @@ fn metric(host: &Host, metric: &str, module: &str) -> u64 {
         .lines()
         .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
         .map_or(0, |v| v.parse::<f64>().expect("a number") as u64)
+}
+
+/// The value of the host-wide series `metric` (no labels), 0 if absent.
+fn host_metric(host: &Host, metric: &str) -> f64 {
+    let prefix = format!("{metric} ");
+    host.metrics()
+        .encode()
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+        .map_or(0.0, |v| v.parse::<f64>().expect("a number"))
 }
 
 /// Snapshot files anywhere under `dir`.
@@ -385,4 +406,79 @@ async fn a_module_that_changes_its_tables_is_never_suspended() {
         metric(&host, "kube_wasm_module_suspends_total", "tables"),
         0
     );
+}
+
+/// A requeue-driven guest: a timer of `period_ms`, then another at each delivery, `ticks`
+/// times; nothing else (no watch, no request).
+fn ticker(period_ms: u64, ticks: u32) -> Vec<u8> {
+    let start = format!("(drop (call $delay (i64.const {period_ms})))");
+    let complete = format!(
+        r#"
+        (global.set $ticks (i32.add (global.get $ticks) (i32.const 1)))
+        (if (i32.lt_u (global.get $ticks) (i32.const {ticks}))
+          (then (drop (call $delay (i64.const {period_ms})))))
+        (call $record (local.get $op) (local.get $ptr) (local.get $len))
+    "#
+    );
+    let mut guest = Guest::new(&start).complete(&complete).expect_finals(ticks);
+    guest
+        .extra
+        .push_str("(global $ticks (mut i32) (i32.const 0))");
+    guest.wasm()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requeue_driven_module_is_suspended_between_its_timers_and_resumed_ahead_of_them() {
+    // Ticks every 800 ms, shorter than its 1 s idle threshold: counted from its last entry,
+    // as before, it would never be idle. Timers are foreseen, so from 1 s after its start (its
+    // last unforeseen wake-up) it is suspended after each tick whose next one is at least
+    // 500 ms away, and resumed just ahead of it.
+    let dir = tempfile::tempdir().expect("dir");
+    let ticks = 7;
+    let (run, host) = run_suspending_after(
+        Duration::from_secs(1),
+        idle_upstream(),
+        dir.path(),
+        &[("ticker", ticker(800, ticks))],
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(run.outcome("ticker"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.lines_of("ticker").len(), ticks as usize, "every tick");
+    let suspends = metric(&host, "kube_wasm_module_suspends_total", "ticker");
+    let resumes = metric(&host, "kube_wasm_module_resumes_total", "ticker");
+    // Suspended at 1 s (before the tick at 1.6 s) and after the ticks at 1.6 … 4.8 s: 6. Had
+    // its planned resumes stretched its threshold (1, 2, 4, 8 s), only 3.
+    assert!(
+        suspends >= 5,
+        "suspended between its ticks: {suspends} times"
+    );
+    assert_eq!(resumes, suspends, "every suspend was resumed for a tick");
+    let ahead = host_metric(&host, "kube_wasm_timer_resumes_total");
+    assert!(
+        ahead >= resumes as f64 / 2.0,
+        "resumed ahead of its timer: {ahead} of {resumes} resumes"
+    );
+    assert_eq!(
+        host_metric(&host, "kube_wasm_timer_lateness_seconds_count"),
+        f64::from(ticks),
+        "each tick's lateness observed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_is_not_suspended_just_before_its_timer() {
+    // Ticks every 300 ms: always within the 500 ms timer gap of its next tick, so never
+    // suspended, though it is idle (counted from its start) after 1 s.
+    let dir = tempfile::tempdir().expect("dir");
+    let (run, host) = run_suspending_after(
+        Duration::from_secs(1),
+        idle_upstream(),
+        dir.path(),
+        &[("fast", ticker(300, 8))],
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(run.outcome("fast"), &ModuleOutcome::Exited(0));
+    assert_eq!(metric(&host, "kube_wasm_module_suspends_total", "fast"), 0);
 }

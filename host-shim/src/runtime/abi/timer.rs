@@ -1,6 +1,8 @@
 //! `delay(millis) -> op`: a timer that completes with `elapsed` after `millis` milliseconds
 //! (negative counts as 0), or at once with an `error` of code `quota` if the module is at its
-//! quota of pending ops (ABI 1.3). Cancelling it drops the timer.
+//! quota of pending ops (ABI 1.3). Cancelling it drops the timer. The op table records when it
+//! falls due, so a suspended module is resumed just before (see
+//! [`crate::runtime::suspend::policy`]).
 
 use std::time::Duration;
 
@@ -28,16 +30,19 @@ pub fn delay_duration(millis: i64) -> Duration {
 }
 
 fn delay(mut caller: Caller<'_, HostState>, millis: i64) -> wasmtime::Result<i64> {
-    let duration = delay_duration(millis);
-    let started = start_op(
-        caller.data_mut(),
-        OpKind::Delay,
-        0,
-        |_, sink, _| async move {
-            tokio::time::sleep(duration).await;
-            sink.send(&Completion::Elapsed {}, b"").await
-        },
-    )?;
+    // `None`: beyond what the clock counts, so never (the guest's parked delay).
+    let due = tokio::time::Instant::now().checked_add(delay_duration(millis));
+    let state = caller.data_mut();
+    let started = start_op(state, OpKind::Delay, 0, |_, sink, _| async move {
+        match due {
+            Some(due) => tokio::time::sleep_until(due).await,
+            None => std::future::pending().await,
+        }
+        sink.send(&Completion::Elapsed {}, b"").await
+    })?;
+    if let (true, Some(due)) = (started.admitted, due) {
+        state.ops.set_due(started.id, due);
+    }
     Ok(op_to_wasm(started.id))
 }
 

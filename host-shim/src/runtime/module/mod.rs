@@ -41,6 +41,13 @@
 //! for a live op restores it and is delivered; a stop request ends it exactly as it ends a
 //! resident module.
 //!
+//! Timers are foreseen: a module whose live ops all stand waiting (timers, watches, the stop
+//! signal, streams) counts its idleness from its last unforeseen wake-up, not from its last
+//! timer, and is suspended between its timers when the next is far enough; the loop resumes
+//! it just ahead of its earliest timer, so the timer is delivered on time (see
+//! [`IdleThreshold::suspend_at`] and [`ResumeAhead`](crate::runtime::suspend::ResumeAhead)).
+//! Such planned resumes, and resumes by a timer, do not stretch its idle threshold.
+//!
 //! [`Settings::entry_deadline`]: crate::Settings::entry_deadline
 
 mod context;
@@ -61,11 +68,11 @@ use tracing::Instrument as _;
 use wasmtime::InstancePre;
 
 use crate::runtime::memory_cap::MemoryCap;
-use crate::runtime::ops::{OpTable, QueuedCompletion};
+use crate::runtime::ops::{OpKind, OpTable, QueuedCompletion};
 use crate::runtime::quota::{ByteBudget, LogGate, WarnThrottle};
 use crate::runtime::state::{Access, HostState, OpContext};
 use crate::runtime::stop::StopHandle;
-use crate::runtime::suspend::{IdleThreshold, Suspendable};
+use crate::runtime::suspend::{IdleThreshold, ResumeAhead, Suspendable};
 use crate::runtime::wasi;
 use crate::upstream::watch_cache::ModuleWatches;
 use entry::new_store;
@@ -177,6 +184,7 @@ async fn run_inner(
         (Some(policy), Suspendable::Yes(layout)) => Some(Idle {
             layout: layout.clone(),
             threshold: IdleThreshold::new(policy),
+            ahead: ResumeAhead::default(),
         }),
         (Some(_), Suspendable::No(why)) => {
             tracing::warn!("module `{name}` will not be suspended when idle: {why}");
@@ -195,6 +203,7 @@ async fn run_inner(
         name,
         idle,
         last_entry: Instant::now(),
+        last_unforeseen: Instant::now(),
         release: cx.release_idle_code.map(|after| CodeRelease {
             codes: std::iter::once(module.code().clone())
                 .chain(cx.host_code.cloned())
@@ -236,7 +245,7 @@ async fn live(
         if let Some(outcome) = shell.main_returned(&state.host_state().ops) {
             break outcome;
         }
-        let idle_at = state.idle_at(&shell);
+        let due_at = state.due_at(&shell);
         let wake = match state.next_refusal() {
             Some(refusal) => {
                 // A guest that answers each refusal with another op would otherwise keep
@@ -245,35 +254,36 @@ async fn live(
                 tokio::task::consume_budget().await;
                 Wake::Completion(refusal)
             }
-            None => shell.wait(idle_at, shell.release_at()).await,
+            None => shell.wait(due_at, shell.release_at()).await,
         };
         match wake {
             Wake::Look => {}
             Wake::Completion(delivery) => {
-                if !state.host_state().ops.is_live(delivery.op) {
+                let Some(kind) = state.host_state().ops.kind_of(delivery.op) else {
                     tracing::trace!(op = delivery.op, "dropping a completion of a cancelled op");
                     continue;
-                }
+                };
                 // Running from the resume to the end of the delivery: its code is not
                 // released meanwhile.
                 let entered = shell.enter();
                 let mut running = match state {
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
-                        match Box::pin(suspended.resume(cx, pre, &mut shell)).await {
+                        let planned = kind == OpKind::Delay;
+                        match Box::pin(suspended.resume(cx, pre, &mut shell, planned)).await {
                             Ok(resumed) => resumed,
                             Err(outcome) => return outcome,
                         }
                     }
                 };
-                let delivered = running.deliver(delivery, &mut shell).await;
+                let delivered = running.deliver(delivery, kind, &mut shell).await;
                 shell.exit(entered);
                 state = State::Resident(running);
                 if let Err(outcome) = delivered {
                     break outcome;
                 }
             }
-            Wake::Idle => {
+            Wake::Due => {
                 state = match state {
                     State::Resident(running) => {
                         match Box::pin(suspend(running, cx, &mut shell)).await {
@@ -282,7 +292,19 @@ async fn live(
                             Suspend::Lost(outcome) => return outcome,
                         }
                     }
-                    suspended @ State::Suspended(_) => suspended,
+                    State::Suspended(suspended) => {
+                        // Ahead of its timer: resumed now, the timer delivered when due.
+                        let entered = shell.enter();
+                        let resumed = Box::pin(suspended.resume(cx, pre, &mut shell, true)).await;
+                        shell.exit(entered);
+                        match resumed {
+                            Ok(running) => {
+                                cx.metrics.count_resume_ahead();
+                                State::Resident(running)
+                            }
+                            Err(outcome) => return outcome,
+                        }
+                    }
                 }
             }
             Wake::ReleaseCode => shell.release_code(),
@@ -318,11 +340,13 @@ impl State {
         }
     }
 
-    /// When the module is suspended if nothing wakes it first; never when it already is.
-    fn idle_at(&self, shell: &Shell) -> Option<Instant> {
+    /// When the module's planned change is due if nothing wakes it first: a resident one's
+    /// suspend, a suspended one's resume ahead of its earliest timer.
+    fn due_at(&self, shell: &Shell) -> Option<Instant> {
+        let waits = self.host_state().ops.waits();
         match self {
-            State::Resident(_) => shell.idle_at(),
-            State::Suspended(_) => None,
+            State::Resident(_) => shell.suspend_at(waits),
+            State::Suspended(_) => shell.resume_at(waits),
         }
     }
 

@@ -9,7 +9,7 @@ use super::entry::{arm_deadline, entry_failed, guest_failure, record_memory};
 use super::outcome::{ModuleError, ModuleOutcome};
 use super::shell::Shell;
 use crate::runtime::abi::exports::{GuestExports, check_version};
-use crate::runtime::ops::QueuedCompletion;
+use crate::runtime::ops::{OpKind, QueuedCompletion};
 use crate::runtime::state::HostState;
 
 /// A resident module: between `Store` creation and its end or suspension.
@@ -65,26 +65,33 @@ impl Running {
         Ok(())
     }
 
-    /// Delivers one completion of a live op, and retires the op if it is its final one.
+    /// Delivers one completion of a live op of `kind`, and retires the op if it is its final
+    /// one; a timer's lateness (from when it fell due to this entry) is observed.
     pub(super) async fn deliver(
         &mut self,
         delivery: QueuedCompletion,
+        kind: OpKind,
         shell: &mut Shell,
     ) -> Result<(), ModuleOutcome> {
         let Some(exports) = self.exports.clone() else {
             return Ok(());
         };
+        let entering = Instant::now();
         let state = self.store.data_mut();
         if delivery.is_final
-            && let Some((kind, took)) = state.ops.retire(delivery.op)
+            && let Some(retired) = state.ops.retire(delivery.op)
         {
-            state
-                .ctx
-                .metrics
-                .observe_op(&shell.name, kind.label(), took);
+            let metrics = &state.ctx.metrics;
+            metrics.observe_op(&shell.name, retired.kind.label(), retired.lived);
+            if let Some(due) = retired.due {
+                metrics.observe_timer_lateness(entering.saturating_duration_since(due));
+            }
         }
         let delivered = deliver(&mut self.store, &exports, delivery.op, &delivery.frame).await;
         shell.last_entry = Instant::now();
+        if kind.is_unforeseen() {
+            shell.last_unforeseen = shell.last_entry;
+        }
         delivered
     }
 

@@ -1,6 +1,6 @@
 //! What a module keeps whether it is resident or suspended: its completion queue, the host's
-//! stop phase, when it was last entered and when it is suspended; and the one wait of the
-//! module loop on them.
+//! stop phase, when it was last entered and woken unforeseen, when it is suspended and
+//! resumed; and the one wait of the module loop on them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,14 +10,15 @@ use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleOutcome};
 use crate::runtime::idle_code::{Code, Entered, Release};
-use crate::runtime::ops::{OpTable, QueuedCompletion};
+use crate::runtime::ops::{OpTable, QueuedCompletion, Waits};
 use crate::runtime::stop::Phase;
-use crate::runtime::suspend::{IdleThreshold, SnapshotLayout};
+use crate::runtime::suspend::{IdleThreshold, ResumeAhead, SnapshotLayout};
 
 /// The suspend state of a module that may be suspended.
 pub(super) struct Idle {
     pub(super) layout: Arc<SnapshotLayout>,
     pub(super) threshold: IdleThreshold,
+    pub(super) ahead: ResumeAhead,
 }
 
 /// When a module's compiled code, and the host's own, are released (see
@@ -45,6 +46,9 @@ pub(super) struct Shell {
     pub(super) idle: Option<Idle>,
     /// When the guest was last entered.
     pub(super) last_entry: Instant,
+    /// When the guest was last entered for something it could not foresee (see
+    /// [`OpKind::is_unforeseen`](crate::runtime::ops::OpKind::is_unforeseen)), or started.
+    pub(super) last_unforeseen: Instant,
     /// `None`: its code is never released.
     pub(super) release: Option<CodeRelease>,
 }
@@ -55,8 +59,9 @@ pub(super) enum Wake {
     Look,
     /// A completion arrived (perhaps of an op that is no longer live).
     Completion(QueuedCompletion),
-    /// The module has been idle for its threshold: suspend it.
-    Idle,
+    /// The state's planned change is due: a resident module has been idle for its
+    /// threshold (suspend it), or a suspended one's earliest timer is near (resume it).
+    Due,
     /// The module has not run for the code release time: release its code if no other
     /// instance ran it meanwhile.
     ReleaseCode,
@@ -90,14 +95,27 @@ impl Shell {
         Some(ModuleOutcome::Exited(0))
     }
 
-    /// When a resident module is suspended if nothing wakes it first: after its idle
-    /// threshold since its last entry. Only a running host suspends modules; `None` also
-    /// when the instant overflows.
-    pub(super) fn idle_at(&self) -> Option<Instant> {
+    /// When a resident module whose ops wait as `waits` says is suspended if nothing wakes
+    /// it first (see [`IdleThreshold::suspend_at`]). Only a running host suspends modules;
+    /// `None` also when the instant overflows.
+    pub(super) fn suspend_at(&self, waits: Waits) -> Option<Instant> {
         match (&self.idle, *self.phase.borrow()) {
-            (Some(idle), Phase::Running) => self.last_entry.checked_add(idle.threshold.current()),
+            (Some(idle), Phase::Running) => idle.threshold.suspend_at(
+                Instant::now(),
+                self.last_entry,
+                self.last_unforeseen,
+                waits,
+            ),
             _ => None,
         }
+    }
+
+    /// When a suspended module whose ops wait as `waits` says is resumed if nothing wakes it
+    /// first: just ahead of its earliest timer (see [`ResumeAhead`]); `None` without a timer.
+    pub(super) fn resume_at(&self, waits: Waits) -> Option<Instant> {
+        let idle = self.idle.as_ref()?;
+        let due = waits.next_timer?;
+        Some(idle.ahead.resume_at(due, idle.threshold.timer_gap()))
     }
 
     /// Counts this instance as running its code and the host's until the guards are dropped
@@ -157,12 +175,12 @@ impl Shell {
         }
     }
 
-    /// Waits for a change of the stop phase, then a completion, then (at `idle_at`, if
-    /// any) the idle threshold, then (at `release_at`, if any) the code release time, in
+    /// Waits for a change of the stop phase, then a completion, then (at `due_at`, if any)
+    /// the state's planned change, then (at `release_at`, if any) the code release time, in
     /// that order of priority.
     pub(super) async fn wait(
         &mut self,
-        idle_at: Option<Instant>,
+        due_at: Option<Instant>,
         release_at: Option<Instant>,
     ) -> Wake {
         tokio::select! {
@@ -178,8 +196,8 @@ impl Shell {
                 None => Wake::Look,
             },
             // Biased: reached only when no completion is waiting.
-            () = tokio::time::sleep_until(idle_at.unwrap_or_else(Instant::now)), if idle_at.is_some() => {
-                Wake::Idle
+            () = tokio::time::sleep_until(due_at.unwrap_or_else(Instant::now)), if due_at.is_some() => {
+                Wake::Due
             }
             () = tokio::time::sleep_until(release_at.unwrap_or_else(Instant::now)), if release_at.is_some() => {
                 Wake::ReleaseCode

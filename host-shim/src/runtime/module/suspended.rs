@@ -141,7 +141,8 @@ impl Suspended {
     }
 
     /// Re-creates the instance from the snapshot (see [`crate::runtime::suspend`]); the file is
-    /// removed.
+    /// removed. A `planned` resume (ahead of a timer, or by one) leaves the idle threshold as
+    /// it is; any other tells it how long the module stayed suspended.
     ///
     /// # Errors
     /// How the module ends if it cannot be resumed; its ops are then aborted if its host
@@ -151,6 +152,7 @@ impl Suspended {
         cx: &ModuleContext<'_>,
         pre: &InstancePre<HostState>,
         shell: &mut Shell,
+        planned: bool,
     ) -> Result<Box<Running>, ModuleOutcome> {
         let started = Instant::now();
         let Suspended {
@@ -210,11 +212,15 @@ impl Suspended {
         let took = started.elapsed();
         let suspended_for = since.elapsed();
         if let Some(idle) = &mut shell.idle {
-            idle.threshold.resumed_after(suspended_for);
+            if !planned {
+                idle.threshold.resumed_after(suspended_for);
+            }
+            idle.ahead.resumed_in(took);
         }
         metrics.resumed(&name, Some(took));
         tracing::debug!(
-            "module `{name}` resumed after {suspended_for:?} suspended, in {took:?}; idle threshold now {:?}",
+            "module `{name}` resumed ({}) after {suspended_for:?} suspended, in {took:?}; idle threshold now {:?}",
+            if planned { "for a timer" } else { "unforeseen" },
             shell.idle.as_ref().map(|idle| idle.threshold.current())
         );
         record_memory(&store, &exports);

@@ -31,6 +31,21 @@ impl OpKind {
         }
     }
 
+    /// Whether an op of this kind answers a request of the module, due soon: an HTTP request
+    /// or a stream send. The other kinds stand waiting for what happens outside the module —
+    /// a timer, a watch event, the stop signal, a stream's next message — and may wait for
+    /// ever; a module whose live ops all stand is idle between its deliveries.
+    pub fn answers_a_request(self) -> bool {
+        matches!(self, OpKind::Http | OpKind::StreamSend)
+    }
+
+    /// Whether a completion of an op of this kind is something that happened outside the
+    /// module and that it could not foresee: a watch event, the stop signal, a stream's
+    /// message. Neither a timer (due when the module asked) nor an answer to its own request.
+    pub fn is_unforeseen(self) -> bool {
+        matches!(self, OpKind::Watch | OpKind::StopSignal | OpKind::Stream)
+    }
+
     pub(crate) fn noun(self, count: usize) -> &'static str {
         match (self, count == 1) {
             (OpKind::Http, true) => "http request",

@@ -17,4 +17,4 @@ mod table;
 pub use completion::{CompletionSink, ModuleGone, QueuedCompletion};
 pub use kind::OpKind;
 pub use streams::{Outgoing, StreamHandle, StreamTable};
-pub use table::OpTable;
+pub use table::{OpTable, Waits};

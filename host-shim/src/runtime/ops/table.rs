@@ -5,6 +5,7 @@ use std::fmt;
 
 use kube_wasm_abi::OpId;
 use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
 use super::OpKind;
 
@@ -14,6 +15,31 @@ struct LiveOp {
     /// module's refusals and which holds nothing else.
     task: Option<AbortHandle>,
     started: std::time::Instant,
+    /// When a timer falls due; `None` for other ops, and for a timer due beyond what the
+    /// clock can count.
+    due: Option<Instant>,
+}
+
+/// An op forgotten after its final completion (see [`OpTable::retire`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retired {
+    /// Its kind.
+    pub kind: OpKind,
+    /// How long it was live, from its start to its retirement.
+    pub lived: std::time::Duration,
+    /// When it fell due, if it was a timer.
+    pub due: Option<Instant>,
+}
+
+/// What a module's live ops wait for, as far as suspending it goes (see
+/// [`IdleThreshold::suspend_at`](crate::runtime::suspend::IdleThreshold::suspend_at)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waits {
+    /// Whether every live op stands waiting (see [`OpKind::answers_a_request`]): no request's
+    /// answer, and no refused op's, is due.
+    pub only_standing: bool,
+    /// When the earliest live timer falls due.
+    pub next_timer: Option<Instant>,
 }
 
 /// The live ops of one module, keyed by the ids the host issued to the guest.
@@ -74,6 +100,7 @@ impl OpTable {
                 kind,
                 task,
                 started: std::time::Instant::now(),
+                due: None,
             },
         );
     }
@@ -86,6 +113,35 @@ impl OpTable {
             *n = n.saturating_sub(1);
         }
         Some(op)
+    }
+
+    /// Records when live timer `id` falls due (its work task sleeps until then).
+    pub fn set_due(&mut self, id: OpId, due: Instant) {
+        if let Some(op) = self.live.get_mut(&id) {
+            op.due = Some(due);
+        }
+    }
+
+    /// The kind of live op `id`.
+    pub fn kind_of(&self, id: OpId) -> Option<OpKind> {
+        self.live.get(&id).map(|op| op.kind)
+    }
+
+    /// What the live ops wait for: whether they all stand waiting, and the earliest timer.
+    pub fn waits(&self) -> Waits {
+        let mut waits = Waits {
+            only_standing: true,
+            next_timer: None,
+        };
+        for op in self.live.values() {
+            if op.task.is_none() || op.kind.answers_a_request() {
+                waits.only_standing = false;
+            }
+            if let Some(due) = op.due {
+                waits.next_timer = Some(waits.next_timer.map_or(due, |next| next.min(due)));
+            }
+        }
+        waits
     }
 
     /// Number of live ops of `kind` with a work task (refused ones are not counted).
@@ -105,10 +161,14 @@ impl OpTable {
     }
 
     /// Forgets a finished op after its final completion has been delivered. Its task has
-    /// already ended (or is about to: it sends nothing after a final completion). Returns its
-    /// kind and how long it lived, if it was live.
-    pub fn retire(&mut self, id: OpId) -> Option<(OpKind, std::time::Duration)> {
-        self.forget(id).map(|op| (op.kind, op.started.elapsed()))
+    /// already ended (or is about to: it sends nothing after a final completion). Returns
+    /// what it was, if it was live.
+    pub fn retire(&mut self, id: OpId) -> Option<Retired> {
+        self.forget(id).map(|op| Retired {
+            kind: op.kind,
+            lived: op.started.elapsed(),
+            due: op.due,
+        })
     }
 
     /// Cancels a live op: aborts its task (dropping any upstream request or watch) and forgets
@@ -239,6 +299,54 @@ mod tests {
         );
         assert!(ops.cancel(working));
         assert_eq!((ops.len(), ops.working(OpKind::Http)), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn waits_name_the_earliest_timer_and_whether_an_answer_is_due() {
+        let mut ops = OpTable::new();
+        assert_eq!(
+            ops.waits(),
+            Waits {
+                only_standing: true,
+                next_timer: None
+            }
+        );
+        let now = Instant::now();
+        let late = ops.start(OpKind::Delay, |_| idle_task());
+        ops.set_due(late, now + std::time::Duration::from_secs(9));
+        let soon = ops.start(OpKind::Delay, |_| idle_task());
+        ops.set_due(soon, now + std::time::Duration::from_secs(2));
+        ops.start(OpKind::Watch, |_| idle_task());
+        ops.start(OpKind::StopSignal, |_| idle_task());
+        ops.start(OpKind::Stream, |_| idle_task());
+        assert_eq!(
+            ops.waits(),
+            Waits {
+                only_standing: true,
+                next_timer: Some(now + std::time::Duration::from_secs(2))
+            }
+        );
+        let request = ops.start(OpKind::Http, |_| idle_task());
+        assert!(!ops.waits().only_standing, "a request's answer is due");
+        ops.cancel(request);
+        let send = ops.start(OpKind::StreamSend, |_| idle_task());
+        assert!(!ops.waits().only_standing, "a send's answer is due");
+        ops.cancel(send);
+        let refused = ops.refuse(OpKind::Delay);
+        assert!(!ops.waits().only_standing, "a refusal's answer is due");
+        ops.retire(refused);
+        assert!(ops.waits().only_standing);
+
+        let retired = ops.retire(soon).expect("live");
+        assert_eq!(retired.kind, OpKind::Delay);
+        assert_eq!(retired.due, Some(now + std::time::Duration::from_secs(2)));
+        assert_eq!(
+            ops.waits().next_timer,
+            Some(now + std::time::Duration::from_secs(9))
+        );
+        assert_eq!(ops.kind_of(late), Some(OpKind::Delay));
+        ops.cancel(late);
+        assert_eq!((ops.waits().next_timer, ops.kind_of(late)), (None, None));
     }
 
     #[tokio::test]

@@ -9,7 +9,8 @@
 //! - **Suspend**: the memory is streamed to a [`Snapshot`] file (no copy of it in host memory;
 //!   all-zero 64 KiB chunks are skipped), the globals are kept in host memory, and the
 //!   `Store` is dropped, which returns its pooling-allocator slot and its linear memory.
-//! - **Resume** (at the first completion that arrives for a live op): a new `Store` with the
+//! - **Resume** (at the first completion that arrives for a live op, or just before the
+//!   module's earliest timer falls due): a new `Store` with the
 //!   same host state, the pre-instantiated module instantiated again (its `_start` is not
 //!   called), the memory grown to the snapshot's size and read back from the file (only the
 //!   4 KiB pages that differ from the fresh instance's are written, so pages the guest never
@@ -30,7 +31,9 @@
 //! Files are written to the page cache and never synced: a snapshot only has to outlive the
 //! host process's suspension of the module, not a crash of the machine.
 //!
-//! When a module is suspended is its [`SuspendPolicy`] with an [`IdleThreshold`].
+//! When a module is suspended is its [`SuspendPolicy`] with an [`IdleThreshold`]; a module
+//! whose live ops all stand waiting is suspended between its timers too, and resumed
+//! [ahead](ResumeAhead) of the earliest.
 
 pub mod policy;
 pub mod prepare;
@@ -43,7 +46,7 @@ use std::sync::OnceLock;
 
 use wasmtime::{AsContextMut, Instance, Val};
 
-pub use policy::{IdleThreshold, SuspendPolicy};
+pub use policy::{IdleThreshold, ResumeAhead, SuspendPolicy};
 pub use prepare::{Prepared, SnapshotLayout, Suspendable, prepare};
 
 use crate::runtime::abi::memory::MEMORY_EXPORT;

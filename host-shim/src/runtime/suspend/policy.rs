@@ -1,8 +1,15 @@
 //! When an idle module is suspended: a configured idle period, stretched for modules that are
-//! woken right after being suspended (hysteresis). Pure and clock-free: callers pass the
+//! woken right after being suspended (hysteresis); and, for a module whose live ops all stand
+//! waiting, between its timers: timers are foreseen, so only unforeseen wake-ups (watch
+//! events, the stop signal, stream messages) count against its idleness, and it is resumed
+//! just ahead of its earliest timer. Pure and clock-free: callers pass the instants and
 //! durations they measured.
 
 use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::runtime::ops::Waits;
 
 /// A module's suspend setting (`suspend: {idleAfter: 30s}` in a manifest): suspend it once it
 /// has had no delivery for `idle_after`.
@@ -16,6 +23,12 @@ pub struct SuspendPolicy {
 impl SuspendPolicy {
     /// The largest idle threshold, as a multiple of `idle_after`.
     pub const MAX_FACTOR: u32 = 16;
+
+    /// The longest a module must stay suspended before its next timer for a suspend to be
+    /// worth it (a shorter idle threshold is used instead): a snapshot and a resume of a few
+    /// MiB cost a few ms (README, "resume from disk"), so a requeue-driven controller that
+    /// wakes once a second still spends nearly all of it suspended.
+    pub const TIMER_GAP: Duration = Duration::from_millis(500);
 
     /// A policy suspending after `idle_after`.
     pub fn after(idle_after: Duration) -> Self {
@@ -57,6 +70,41 @@ impl IdleThreshold {
             .saturating_mul(SuspendPolicy::MAX_FACTOR)
     }
 
+    /// When a resident module is suspended if nothing wakes it first, or `None` while its
+    /// earliest timer is too near (the question is asked again after each delivery):
+    /// - if its live ops all stand waiting (`waits.only_standing`), its threshold after its
+    ///   last unforeseen wake-up `last_unforeseen` (start, watch event, stop signal, stream
+    ///   message): deliveries of its timers, and of answers to its own requests, do not make
+    ///   a module busy;
+    /// - otherwise (an answer is due), its threshold after its last entry `last_entry`;
+    /// - never earlier than `now`, and only if its earliest timer falls due at least the
+    ///   [timer gap](Self::timer_gap) after that: a module is not suspended just before a
+    ///   timer wakes it.
+    pub fn suspend_at(
+        &self,
+        now: Instant,
+        last_entry: Instant,
+        last_unforeseen: Instant,
+        waits: Waits,
+    ) -> Option<Instant> {
+        let idle_since = if waits.only_standing {
+            last_unforeseen
+        } else {
+            last_entry
+        };
+        let at = idle_since.checked_add(self.current)?.max(now);
+        match waits.next_timer {
+            Some(due) if due < at.checked_add(self.timer_gap())? => None,
+            _ => Some(at),
+        }
+    }
+
+    /// How long before its next timer a module may still be suspended: the current threshold,
+    /// at most [`SuspendPolicy::TIMER_GAP`].
+    pub fn timer_gap(&self) -> Duration {
+        self.current.min(SuspendPolicy::TIMER_GAP)
+    }
+
     /// Records a resume after the module was suspended for `suspended_for`.
     pub fn resumed_after(&mut self, suspended_for: Duration) {
         if suspended_for < self.policy.idle_after {
@@ -76,11 +124,140 @@ impl IdleThreshold {
     }
 }
 
+/// How far ahead of its earliest timer a suspended module is resumed, so that the timer's
+/// delivery does not wait for the resume: twice the module's last resume time plus
+/// [`FLOOR`](Self::FLOOR) (the timer wheel's millisecond, the module task's wake-up), at most
+/// [`CAP`](Self::CAP) and half the module's timer gap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResumeAhead {
+    last_resume: Duration,
+}
+
+impl ResumeAhead {
+    /// Added to twice the last resume time.
+    pub const FLOOR: Duration = Duration::from_millis(5);
+    /// The largest margin: half the smallest [timer gap](SuspendPolicy::TIMER_GAP).
+    pub const CAP: Duration = Duration::from_millis(250);
+
+    /// Records how long the module's last resume took.
+    pub fn resumed_in(&mut self, took: Duration) {
+        self.last_resume = took;
+    }
+
+    /// The margin now.
+    pub fn margin(&self) -> Duration {
+        self.last_resume
+            .saturating_mul(2)
+            .saturating_add(Self::FLOOR)
+            .min(Self::CAP)
+    }
+
+    /// When a suspended module whose earliest timer falls due at `due` is resumed: the
+    /// margin before it, at most half the module's `timer_gap` (it was suspended at least
+    /// that long before `due`).
+    pub fn resume_at(&self, due: Instant, timer_gap: Duration) -> Instant {
+        let margin = self.margin().min(timer_gap / 2);
+        due.checked_sub(margin).unwrap_or(due)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const S: Duration = Duration::from_secs(1);
+    const MS: Duration = Duration::from_millis(1);
+
+    fn waits(only_standing: bool, next_timer: Option<Instant>) -> Waits {
+        Waits {
+            only_standing,
+            next_timer,
+        }
+    }
+
+    #[test]
+    fn a_module_waiting_on_watches_is_suspended_its_threshold_after_its_last_entry() {
+        let t = IdleThreshold::new(SuspendPolicy::after(3 * S));
+        let t0 = Instant::now();
+        let at = t.suspend_at(t0 + S, t0, t0, waits(true, None));
+        assert_eq!(at, Some(t0 + 3 * S));
+        // An answer is due: idleness counts from the last entry, whatever woke it.
+        let at = t.suspend_at(t0 + 5 * S, t0 + 4 * S, t0, waits(false, None));
+        assert_eq!(at, Some(t0 + 7 * S));
+    }
+
+    #[test]
+    fn timers_and_answers_do_not_make_a_standing_module_busy() {
+        let t = IdleThreshold::new(SuspendPolicy::after(3 * S));
+        let t0 = Instant::now();
+        // Last watch event at t0; a requeue delivered at t0 + 10 s set the next one 20 s on.
+        let now = t0 + 10 * S;
+        let at = t.suspend_at(now, now, t0, waits(true, Some(now + 20 * S)));
+        assert_eq!(
+            at,
+            Some(now),
+            "suspended at once, until just before the requeue"
+        );
+    }
+
+    #[test]
+    fn no_suspend_just_before_a_timer() {
+        let t = IdleThreshold::new(SuspendPolicy::after(3 * S));
+        let t0 = Instant::now();
+        // A one-second ticker, quiet otherwise: the gap is 500 ms, not the 3 s threshold.
+        let now = t0 + 10 * S;
+        let tick = |after| t.suspend_at(now, now, t0, waits(true, Some(now + after)));
+        assert_eq!(tick(999 * MS), Some(now));
+        assert_eq!(tick(500 * MS), Some(now));
+        assert_eq!(tick(499 * MS), None);
+        // Within the threshold of an event: its timer must be due a gap after the threshold.
+        let at = t.suspend_at(t0 + S, t0 + S, t0, waits(true, Some(t0 + 3 * S + 400 * MS)));
+        assert_eq!(at, None);
+        let at = t.suspend_at(t0 + S, t0 + S, t0, waits(true, Some(t0 + 4 * S)));
+        assert_eq!(at, Some(t0 + 3 * S));
+        // An answer is due and a timer is near: neither suspends it now.
+        let at = t.suspend_at(
+            t0 + 9 * S,
+            t0,
+            t0,
+            waits(false, Some(t0 + 9 * S + 100 * MS)),
+        );
+        assert_eq!(at, None);
+    }
+
+    #[test]
+    fn the_timer_gap_is_the_threshold_when_smaller() {
+        let t = IdleThreshold::new(SuspendPolicy::after(50 * MS));
+        assert_eq!(t.timer_gap(), 50 * MS);
+        let t0 = Instant::now();
+        let at = t.suspend_at(t0, t0, t0, waits(true, Some(t0 + 300 * MS)));
+        assert_eq!(at, Some(t0 + 50 * MS));
+        assert_eq!(
+            IdleThreshold::new(SuspendPolicy::after(30 * S)).timer_gap(),
+            SuspendPolicy::TIMER_GAP
+        );
+    }
+
+    #[test]
+    fn the_resume_ahead_margin_follows_the_last_resume_within_bounds() {
+        let mut ahead = ResumeAhead::default();
+        assert_eq!(ahead.margin(), ResumeAhead::FLOOR);
+        ahead.resumed_in(3 * MS);
+        assert_eq!(ahead.margin(), 11 * MS);
+        let due = Instant::now() + S;
+        assert_eq!(
+            ahead.resume_at(due, SuspendPolicy::TIMER_GAP),
+            due - 11 * MS
+        );
+        assert_eq!(
+            ahead.resume_at(due, 10 * MS),
+            due - 5 * MS,
+            "half the gap at most"
+        );
+        ahead.resumed_in(S);
+        assert_eq!(ahead.margin(), ResumeAhead::CAP);
+        assert!(ResumeAhead::CAP * 2 <= SuspendPolicy::TIMER_GAP);
+    }
 
     #[test]
     fn starts_at_idle_after() {
