@@ -86,6 +86,20 @@ pub struct Setup {
     /// Whether modules' requests and watches share HTTP/2 connections (the manifest's
     /// `http2`, on in the host by default).
     pub http2: bool,
+    /// Whether suspended modules are suspended between their timers and resumed ahead of
+    /// them (a module's `suspend.betweenTimers`, on in the host by default).
+    pub suspend_between_timers: bool,
+}
+
+impl Setup {
+    /// The manifest field of a suspended module: `suspend: {idleAfter: …, betweenTimers: …}`.
+    pub fn suspend_field(&self) -> String {
+        format!(
+            "suspend: {{idleAfter: {}, betweenTimers: {}}}",
+            quote(&self.suspend_idle_after),
+            self.suspend_between_timers
+        )
+    }
 }
 
 /// One ring controller: it copies Rings from `source` to `target`.
@@ -131,8 +145,7 @@ pub fn ring_entry(setup: &Setup, variant: Variant, i: usize, link: &Link, wasm: 
         entry = entry.env("RING_BALLAST_MIB", &link.ballast_mib.to_string());
     }
     if variant == Variant::WasmSuspend {
-        let idle_after = quote(&setup.suspend_idle_after);
-        entry = entry.field(&format!("suspend: {{idleAfter: {idle_after}}}"));
+        entry = entry.field(&setup.suspend_field());
     }
     entry
 }
@@ -372,6 +385,12 @@ pub struct HostMetrics {
     pub suspend_seconds: f64,
     /// Snapshot files' total size, in bytes (`kube_wasm_module_snapshot_bytes`).
     pub snapshot_bytes: u64,
+    /// Timers delivered so far (`kube_wasm_timer_lateness_seconds_count`).
+    pub timers: u64,
+    /// Their total lateness, in seconds (`…_sum`).
+    pub timer_lateness_seconds: f64,
+    /// Suspended modules resumed ahead of a timer so far (`kube_wasm_timer_resumes_total`).
+    pub timer_resumes: u64,
 }
 
 impl HostMetrics {
@@ -402,6 +421,9 @@ impl HostMetrics {
                 "kube_wasm_module_suspend_duration_seconds_count" => m.suspends += whole,
                 "kube_wasm_module_suspend_duration_seconds_sum" => m.suspend_seconds += value,
                 "kube_wasm_module_snapshot_bytes" => m.snapshot_bytes += whole,
+                "kube_wasm_timer_lateness_seconds_count" => m.timers = whole,
+                "kube_wasm_timer_lateness_seconds_sum" => m.timer_lateness_seconds = value,
+                "kube_wasm_timer_resumes_total" => m.timer_resumes = whole,
                 _ => {}
             }
         }
@@ -463,6 +485,7 @@ mod tests {
             kubeconfig: "/k".into(),
             module_cache: "/c".into(),
             suspend_idle_after: "2s".into(),
+            suspend_between_timers: true,
             release_idle_code: true,
             compile_in_child: true,
             http2: true,
@@ -509,9 +532,15 @@ mod tests {
         assert!(unshared.contains("sharedWatches: false"));
         let suspend = manifest(&setup, Variant::WasmSuspend, &links, addr);
         assert!(
-            suspend.contains("    suspend: {idleAfter: \"2s\"}"),
+            suspend.contains("    suspend: {idleAfter: \"2s\", betweenTimers: true}"),
             "{suspend}"
         );
+        let counting = Setup {
+            suspend_between_timers: false,
+            ..setup.clone()
+        };
+        let counting = manifest(&counting, Variant::WasmSuspend, &links, addr);
+        assert!(counting.contains("betweenTimers: false}"), "{counting}");
     }
 
     #[test]
@@ -527,6 +556,9 @@ mod tests {
             kube_wasm_module_resume_duration_seconds_count{module=\"ring-0\"} 2\n\
             kube_wasm_module_suspend_duration_seconds_sum{module=\"ring-0\"} 0.006\n\
             kube_wasm_module_suspend_duration_seconds_count{module=\"ring-0\"} 3\n\
+            kube_wasm_timer_lateness_seconds_sum 0.5\n\
+            kube_wasm_timer_lateness_seconds_count 40\n\
+            kube_wasm_timer_resumes_total 12\n\
             # EOF\n";
         let m = HostMetrics::parse(text);
         assert_eq!(m.modules, 2);
@@ -536,5 +568,7 @@ mod tests {
         assert!((m.resume_seconds - 0.004).abs() < 1e-12);
         assert_eq!(m.suspends, 3);
         assert!((m.suspend_seconds - 0.006).abs() < 1e-12);
+        assert_eq!((m.timers, m.timer_resumes), (40, 12));
+        assert!((m.timer_lateness_seconds - 0.5).abs() < 1e-12);
     }
 }

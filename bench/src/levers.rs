@@ -1,14 +1,18 @@
 //! The host's memory levers, each a manifest setting on by default, measured in one run: the
 //! same fleets with every lever on (the defaults), and with one lever turned off at a time:
 //! - `releaseIdleCode`: the host releases the compiled code of modules no instance runs;
-//! - `http2`: requests and watches of every module share HTTP/2 connections.
+//! - `http2`: requests and watches of every module share HTTP/2 connections;
+//! - `suspend.betweenTimers`: suspended modules are suspended between their timers too and
+//!   resumed ahead of them (measured on the suspended examples only: the ring has no timer).
 //!
 //! Each launch settles, samples its idle memory and counts the host's TCP connections to the
 //! apiserver, then times the next event (the first after the code was released) and the one
 //! right after it (code warm again). The fleets:
 //! - **five examples**: configmap-mirror, configmap-generator, finalizer-controller,
 //!   store-reader and multi-watch in one host, each in its own namespace — distinct modules,
-//!   so distinct code; the events are ConfigMaps configmap-mirror mirrors into Secrets;
+//!   so distinct code; the events are ConfigMaps configmap-mirror mirrors into Secrets; resident,
+//!   and (with the suspend variant) suspended, where store-reader's one-second ticker and
+//!   multi-watch's timers are what `suspend.betweenTimers` is about;
 //! - **ring**: N ring controllers sharing one compiled module, resident or suspended
 //!   (`suspend: {idleAfter}`); the events are ring cycles.
 
@@ -25,7 +29,7 @@ use kube_wasm_e2e::objects::{generator_resource, mirrored};
 use serde::Serialize;
 
 use crate::cluster::{self, RING_NAME};
-use crate::fleet::{Fleet, Setup, Variant, host_manifest};
+use crate::fleet::{Fleet, HostMetrics, Setup, Variant, host_manifest};
 use crate::memory::Sample;
 use crate::workloads::Bench;
 
@@ -36,17 +40,29 @@ pub enum Lever {
     ReleaseIdleCode,
     /// `http2`.
     Http2,
+    /// A suspended module's `suspend.betweenTimers`.
+    BetweenTimers,
 }
 
 impl Lever {
     /// Every lever, in report order.
-    pub const ALL: [Lever; 2] = [Lever::ReleaseIdleCode, Lever::Http2];
+    pub const ALL: [Lever; 3] = [Lever::ReleaseIdleCode, Lever::Http2, Lever::BetweenTimers];
 
     /// Its manifest setting.
     pub fn setting(self) -> &'static str {
         match self {
             Lever::ReleaseIdleCode => "releaseIdleCode",
             Lever::Http2 => "http2",
+            Lever::BetweenTimers => "suspend.betweenTimers",
+        }
+    }
+
+    /// Whether turning it off can change a fleet whose modules are `suspended` and have
+    /// timers (`timers`): `betweenTimers` only matters to suspended modules with timers.
+    pub fn matters_to(self, suspended: bool, timers: bool) -> bool {
+        match self {
+            Lever::ReleaseIdleCode | Lever::Http2 => true,
+            Lever::BetweenTimers => suspended && timers,
         }
     }
 
@@ -59,6 +75,10 @@ impl Lever {
             },
             Lever::Http2 => Setup {
                 http2: false,
+                ..setup.clone()
+            },
+            Lever::BetweenTimers => Setup {
+                suspend_between_timers: false,
                 ..setup.clone()
             },
         }
@@ -76,11 +96,44 @@ pub struct LeverRun {
     pub idle: Sample,
     /// The host's established TCP connections to the apiserver after the settle time.
     pub apiserver_connections: usize,
+    /// Modules suspended at the idle sample.
+    pub suspended_modules: u64,
+    /// Over the settle time: timers delivered, their mean lateness (ms from falling due to
+    /// delivery; NaN without timers) and resumes ahead of a timer.
+    pub timers: TimerFigures,
     /// The first event after the settle time, in ms: a ConfigMap until its Secret is seen
     /// (five examples), or a ring cycle.
     pub next_event_ms: f64,
     /// The event right after it, in ms.
     pub warm_event_ms: f64,
+}
+
+/// What the host's timers did over a window (two metrics scrapes).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct TimerFigures {
+    /// Timers delivered.
+    pub delivered: u64,
+    /// Their mean lateness, in ms; NaN if none was delivered.
+    pub mean_lateness_ms: f64,
+    /// Suspended modules resumed ahead of a timer.
+    pub resumes_ahead: u64,
+}
+
+impl TimerFigures {
+    /// The figures between scrape `before` and scrape `after`.
+    pub fn between(before: &HostMetrics, after: &HostMetrics) -> Self {
+        let delivered = after.timers.saturating_sub(before.timers);
+        let lateness = after.timer_lateness_seconds - before.timer_lateness_seconds;
+        Self {
+            delivered,
+            mean_lateness_ms: if delivered == 0 {
+                f64::NAN
+            } else {
+                lateness * 1000.0 / delivered as f64
+            },
+            resumes_ahead: after.timer_resumes.saturating_sub(before.timer_resumes),
+        }
+    }
 }
 
 /// The CRD of the configmap-generator example, without a schema (the example only needs its
@@ -156,9 +209,13 @@ impl Bench {
             // no measured launch compiles.
             launch += 1;
             eprintln!("bench: levers, priming the cache with the examples");
+            let examples = Examples {
+                wasm: examples,
+                suspended: false,
+            };
             self.examples_idle(
                 &self.setup,
-                examples,
+                &examples,
                 None,
                 &format!("{tag}-{launch}"),
                 false,
@@ -170,14 +227,30 @@ impl Bench {
             let label = off.map_or("every lever on".to_owned(), |lever| {
                 format!("{}: false", lever.setting())
             });
+            let matters = |suspended, timers| off.is_none_or(|l| l.matters_to(suspended, timers));
             if has_mirror {
-                launch += 1;
-                let tag = format!("{tag}-{launch}");
-                eprintln!("bench: levers, five examples, {label}");
-                runs.push(
-                    self.examples_idle(&setup, examples, off, &tag, true)
-                        .await?,
-                );
+                let suspended = if suspend {
+                    vec![false, true]
+                } else {
+                    vec![false]
+                };
+                for suspended in suspended {
+                    if !matters(suspended, true) {
+                        continue;
+                    }
+                    launch += 1;
+                    let tag = format!("{tag}-{launch}");
+                    let how = if suspended { " suspended" } else { "" };
+                    eprintln!("bench: levers, five examples{how}, {label}");
+                    let examples = Examples {
+                        wasm: examples,
+                        suspended,
+                    };
+                    runs.push(
+                        self.examples_idle(&setup, &examples, off, &tag, true)
+                            .await?,
+                    );
+                }
             }
             let variants = if suspend {
                 vec![Variant::Wasm, Variant::WasmSuspend]
@@ -185,6 +258,9 @@ impl Bench {
                 vec![Variant::Wasm]
             };
             for variant in variants {
+                if !matters(variant == Variant::WasmSuspend, false) {
+                    continue;
+                }
                 launch += 1;
                 let tag = format!("{tag}-{launch}");
                 eprintln!(
@@ -196,12 +272,17 @@ impl Bench {
         }
         for run in &runs {
             eprintln!(
-                "bench:   {} off {:?}: idle {:.1} MiB PSS, {} apiserver connections; next event \
+                "bench:   {} off {:?}: idle {:.1} MiB PSS, {} suspended, {} apiserver \
+                 connections; {} timers {:.2} ms late on average, {} resumes ahead; next event \
                  {:.1} ms, then {:.1} ms",
                 run.fleet,
                 run.off,
                 run.idle.pss_kib as f64 / 1024.0,
+                run.suspended_modules,
                 run.apiserver_connections,
+                run.timers.delivered,
+                run.timers.mean_lateness_ms,
+                run.timers.resumes_ahead,
                 run.next_event_ms,
                 run.warm_event_ms
             );
@@ -214,14 +295,14 @@ impl Bench {
     async fn examples_idle(
         &self,
         setup: &Setup,
-        examples: &[PathBuf],
+        examples: &Examples<'_>,
         off: Option<Lever>,
         tag: &str,
         measure: bool,
     ) -> anyhow::Result<LeverRun> {
         let mut entries = Vec::new();
         let mut mirror_ns = None;
-        for wasm in examples {
+        for wasm in examples.wasm {
             let name = wasm
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -231,7 +312,11 @@ impl Bench {
             if name == "configmap-mirror" {
                 mirror_ns = Some(namespace.clone());
             }
-            entries.push(Entry::with_wasm(&name, wasm).namespace(&namespace));
+            let mut entry = Entry::with_wasm(&name, wasm).namespace(&namespace);
+            if examples.suspended {
+                entry = entry.field(&setup.suspend_field());
+            }
+            entries.push(entry);
         }
         let namespace = mirror_ns.context("no configmap-mirror among the examples")?;
         let dir = self.logs.join(tag);
@@ -251,23 +336,30 @@ impl Bench {
                 off,
                 idle: Sample::default(),
                 apiserver_connections: 0,
+                suspended_modules: 0,
+                timers: TimerFigures::default(),
                 next_event_ms: f64::NAN,
                 warm_event_ms: f64::NAN,
             });
         }
+        let before = scrape(&fleet)?;
         tokio::time::sleep(self.params.settle).await;
         let idle = fleet.idle_memory().await?;
+        let after = scrape(&fleet)?;
         let apiserver_connections = fleet.connections_to(self.apiserver_port);
         let timeout = self.params.cycle_timeout;
         let next = self.mirror(&configs, &secrets, "next", timeout).await?;
         let warm = self.mirror(&configs, &secrets, "warm", timeout).await?;
         fleet.check_alive()?;
         fleet.stop(Duration::from_secs(15))?;
+        let suspended = if examples.suspended { " suspended" } else { "" };
         Ok(LeverRun {
-            fleet: "five examples".into(),
+            fleet: format!("five examples{suspended}"),
             off,
             idle,
             apiserver_connections,
+            suspended_modules: after.suspended_modules,
+            timers: TimerFigures::between(&before, &after),
             next_event_ms: next,
             warm_event_ms: warm,
         })
@@ -335,8 +427,10 @@ impl Bench {
         for _ in 1..p.warmup {
             cycle(p.cycle_timeout).await?;
         }
+        let before = scrape(&fleet)?;
         tokio::time::sleep(p.settle).await;
         let idle = fleet.idle_memory().await?;
+        let after = scrape(&fleet)?;
         let apiserver_connections = fleet.connections_to(self.apiserver_port);
         let next = cycle(p.cycle_timeout).await?;
         let warm = cycle(p.cycle_timeout).await?;
@@ -352,8 +446,23 @@ impl Bench {
             off,
             idle,
             apiserver_connections,
+            suspended_modules: after.suspended_modules,
+            timers: TimerFigures::between(&before, &after),
             next_event_ms: next,
             warm_event_ms: warm,
         })
     }
+}
+
+/// The example modules of a launch, and whether they run with the suspend policy.
+struct Examples<'a> {
+    wasm: &'a [PathBuf],
+    suspended: bool,
+}
+
+/// The host's metrics now.
+fn scrape(fleet: &Fleet) -> anyhow::Result<HostMetrics> {
+    fleet
+        .host_metrics()?
+        .context("a host fleet without a metrics endpoint")
 }

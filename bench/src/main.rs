@@ -188,6 +188,7 @@ async fn main() -> anyhow::Result<()> {
         release_idle_code: true,
         compile_in_child: true,
         http2: true,
+        suspend_between_timers: true,
     };
     let mut context = machine_context();
     context.push((

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use kube_wasm_e2e::kubeconfig_of;
-use kube_wasm_e2e::manifest::{Entry, quote};
+use kube_wasm_e2e::manifest::Entry;
 use serde::Serialize;
 
 use crate::cluster;
@@ -167,8 +167,7 @@ impl Bench {
                                 .env("RING_TARGET", namespace);
                         }
                         if variant == Variant::WasmSuspend {
-                            let idle_after = quote(&self.setup.suspend_idle_after);
-                            entry = entry.field(&format!("suspend: {{idleAfter: {idle_after}}}"));
+                            entry = entry.field(&self.setup.suspend_field());
                         }
                         entry
                     })

@@ -24,12 +24,12 @@ async fn run_suspending(
     guests: &[(&str, Vec<u8>)],
     control: impl FnOnce(StopHandle, Host) + Send + 'static,
 ) -> (Run, Host) {
-    run_suspending_after(IDLE, upstream, dir, guests, control).await
+    run_suspending_with(SuspendPolicy::after(IDLE), upstream, dir, guests, control).await
 }
 
-/// [`run_suspending`] with `suspend: {idleAfter: idle}`.
-async fn run_suspending_after(
-    idle: Duration,
+/// [`run_suspending`] with another suspend policy.
+async fn run_suspending_with(
+    policy: SuspendPolicy,
     upstream: Upstream,
     dir: &Path,
     guests: &[(&str, Vec<u8>)],
@@ -47,7 +47,7 @@ async fn run_suspending_after(
             host.load_bytes(name, wasm)
                 .expect("compiles")
                 .with_options(ModuleOptions {
-                    suspend: Some(SuspendPolicy::after(idle)),
+                    suspend: Some(policy),
                     ..ModuleOptions::default()
                 })
         })
@@ -435,8 +435,8 @@ async fn a_requeue_driven_module_is_suspended_between_its_timers_and_resumed_ahe
     // 500 ms away, and resumed just ahead of it.
     let dir = tempfile::tempdir().expect("dir");
     let ticks = 7;
-    let (run, host) = run_suspending_after(
-        Duration::from_secs(1),
+    let (run, host) = run_suspending_with(
+        SuspendPolicy::after(Duration::from_secs(1)),
         idle_upstream(),
         dir.path(),
         &[("ticker", ticker(800, ticks))],
@@ -471,8 +471,8 @@ async fn a_module_is_not_suspended_just_before_its_timer() {
     // Ticks every 300 ms: always within the 500 ms timer gap of its next tick, so never
     // suspended, though it is idle (counted from its start) after 1 s.
     let dir = tempfile::tempdir().expect("dir");
-    let (run, host) = run_suspending_after(
-        Duration::from_secs(1),
+    let (run, host) = run_suspending_with(
+        SuspendPolicy::after(Duration::from_secs(1)),
         idle_upstream(),
         dir.path(),
         &[("fast", ticker(300, 8))],
@@ -481,4 +481,25 @@ async fn a_module_is_not_suspended_just_before_its_timer() {
     .await;
     assert_eq!(run.outcome("fast"), &ModuleOutcome::Exited(0));
     assert_eq!(metric(&host, "kube_wasm_module_suspends_total", "fast"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_between_timers_off_each_tick_makes_the_module_busy() {
+    // The ticker of the test above, with `betweenTimers: false`: each delivery restarts its
+    // 1 s idle threshold, so an 800 ms ticker is never suspended.
+    let dir = tempfile::tempdir().expect("dir");
+    let (run, host) = run_suspending_with(
+        SuspendPolicy::after(Duration::from_secs(1)).between_timers(false),
+        idle_upstream(),
+        dir.path(),
+        &[("ticker", ticker(800, 5))],
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(run.outcome("ticker"), &ModuleOutcome::Exited(0));
+    assert_eq!(
+        metric(&host, "kube_wasm_module_suspends_total", "ticker"),
+        0
+    );
+    assert_eq!(host_metric(&host, "kube_wasm_timer_resumes_total"), 0.0);
 }

@@ -6,6 +6,15 @@ use std::fmt::Write as _;
 use super::measured::Measured;
 use crate::levers::{Lever, LeverRun};
 
+/// A launch's mean timer lateness in ms, `–` if no timer was delivered.
+fn lateness(run: &LeverRun) -> String {
+    if run.timers.delivered == 0 {
+        "–".into()
+    } else {
+        format!("{:.1}", run.timers.mean_lateness_ms)
+    }
+}
+
 /// The "Levers, before/after" section.
 pub(super) fn section(m: &Measured) -> String {
     let mut s = String::from("\n## Levers, before/after\n\n");
@@ -18,9 +27,11 @@ pub(super) fn section(m: &Measured) -> String {
          each in a launch of its own: idle memory after the settle time and the host's TCP \
          connections to the apiserver then; the next event (the first after the settle time, \
          code released) and the one right after it. Five examples: a ConfigMap until \
-         configmap-mirror's Secret is seen by the driver; ring: one ring cycle.\n\n\
-         | fleet | lever | idle PSS off, MiB | idle PSS on, MiB | change | apiserver connections off / on | next event off / on, ms | event after off / on, ms |\n\
-         |---|---|---|---|---|---|---|---|\n",
+         configmap-mirror's Secret is seen by the driver; ring: one ring cycle. Suspended: \
+         modules suspended at the idle sample; timers: over the settle time, how late timers \
+         reached their modules on average (from falling due to delivery).\n\n\
+         | fleet | lever | idle PSS off, MiB | idle PSS on, MiB | change | suspended off / on | apiserver connections off / on | timers late off / on, ms | next event off / on, ms | event after off / on, ms |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut fleets: Vec<&str> = Vec::new();
     for run in &m.levers {
@@ -43,12 +54,16 @@ pub(super) fn section(m: &Measured) -> String {
             let change = (on.idle.pss_kib as f64 / off.idle.pss_kib.max(1) as f64 - 1.0) * 100.0;
             let _ = writeln!(
                 s,
-                "| {fleet} | `{}` | {:.1} | {:.1} | {change:+.0} % | {} / {} | {:.1} / {:.1} | {:.1} / {:.1} |",
+                "| {fleet} | `{}` | {:.1} | {:.1} | {change:+.0} % | {} / {} | {} / {} | {} / {} | {:.1} / {:.1} | {:.1} / {:.1} |",
                 lever.setting(),
                 mib(off.idle.pss_kib),
                 mib(on.idle.pss_kib),
+                off.suspended_modules,
+                on.suspended_modules,
                 off.apiserver_connections,
                 on.apiserver_connections,
+                lateness(off),
+                lateness(on),
                 off.next_event_ms,
                 on.next_event_ms,
                 off.warm_event_ms,

@@ -47,6 +47,10 @@
 //!     suspend:                       # optional: suspend to disk when idle (default: never)
 //!       idleAfter: 30s               #   no delivery for this long (doubled, up to ×16, for
 //!                                    #   a module woken sooner than this after a suspend)
+//!       betweenTimers: true          #   optional: timers are foreseen — only watch events,
+//!                                    #   the stop signal and stream messages count against
+//!                                    #   idleness; suspended between timers at least
+//!                                    #   min(idleAfter, 500ms) apart, resumed just ahead
 //!     quotas:                        # optional: what the module may make the host hold at
 //!       pendingOps: 1024             #   once (see `quota`; each field optional, defaults shown):
 //!       concurrentRequests: 64       #   live ops; requests in flight; watches; websockets;
@@ -669,6 +673,7 @@ suspendDir: snapshots
 modules:
   - {name: a, wasm: Cargo.toml, suspend: {idleAfter: 30s}}
   - {name: b, wasm: Cargo.toml}
+  - {name: c, wasm: Cargo.toml, suspend: {idleAfter: 2s, betweenTimers: false}}
 "#,
         )
         .expect("valid");
@@ -681,6 +686,14 @@ modules:
         assert_eq!(
             manifest.modules[1].options.suspend, None,
             "never suspended by default"
+        );
+        assert_eq!(
+            manifest.modules[2].options.suspend,
+            Some(SuspendPolicy::after(Duration::from_secs(2)).between_timers(false))
+        );
+        assert!(
+            SuspendPolicy::after(Duration::from_secs(30)).between_timers,
+            "between timers by default"
         );
 
         let found = problems(

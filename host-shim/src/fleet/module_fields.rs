@@ -103,7 +103,9 @@ impl RunFields {
                     problems.push(format!("{at}.suspend.idleAfter: must be more than zero"));
                     None
                 }
-                Ok(d) => Some(SuspendPolicy::after(d)),
+                Ok(d) => Some(
+                    SuspendPolicy::after(d).between_timers(suspend.between_timers.unwrap_or(true)),
+                ),
                 Err(e) => {
                     problems.push(format!("{at}.suspend.idleAfter: {e}"));
                     None
@@ -146,12 +148,16 @@ pub struct QuotasSpec {
 }
 
 /// A module's `suspend` policy: suspended to disk after `idleAfter` (a duration such as `30s`)
-/// without a delivery.
+/// idle; with `betweenTimers` (default `true`) its timers do not count as activity, and it is
+/// suspended between them and resumed just ahead of each (see
+/// [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy)).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SuspendSpec {
     #[allow(missing_docs)]
     pub idle_after: String,
+    #[allow(missing_docs)]
+    pub between_timers: Option<bool>,
 }
 
 /// One rule of a module's `permissions` allowlist (RBAC's shape: `verbs`, `apiGroups` — default

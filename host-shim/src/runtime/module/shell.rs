@@ -111,9 +111,13 @@ impl Shell {
     }
 
     /// When a suspended module whose ops wait as `waits` says is resumed if nothing wakes it
-    /// first: just ahead of its earliest timer (see [`ResumeAhead`]); `None` without a timer.
+    /// first: just ahead of its earliest timer (see [`ResumeAhead`]); `None` without a timer,
+    /// or if its policy does not suspend it between timers.
     pub(super) fn resume_at(&self, waits: Waits) -> Option<Instant> {
-        let idle = self.idle.as_ref()?;
+        let idle = self
+            .idle
+            .as_ref()
+            .filter(|idle| idle.threshold.between_timers())?;
         let due = waits.next_timer?;
         Some(idle.ahead.resume_at(due, idle.threshold.timer_gap()))
     }

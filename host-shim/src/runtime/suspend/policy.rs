@@ -11,13 +11,18 @@ use tokio::time::Instant;
 
 use crate::runtime::ops::Waits;
 
-/// A module's suspend setting (`suspend: {idleAfter: 30s}` in a manifest): suspend it once it
-/// has had no delivery for `idle_after`.
+/// A module's suspend setting (`suspend: {idleAfter: 30s, betweenTimers: true}` in a
+/// manifest): suspend it once it has been idle for `idle_after`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SuspendPolicy {
     /// How long a module must be idle (not entered, no completion waiting) before it is
     /// suspended; the starting and smallest idle threshold.
     pub idle_after: Duration,
+    /// Whether timers are foreseen (the default): a module whose ops all stand waiting is
+    /// idle from its last unforeseen wake-up, suspended between its timers and resumed ahead
+    /// of them. `false`: every delivery, a timer's too, makes it busy, and a timer's delivery
+    /// resumes it.
+    pub between_timers: bool,
 }
 
 impl SuspendPolicy {
@@ -30,9 +35,20 @@ impl SuspendPolicy {
     /// wakes once a second still spends nearly all of it suspended.
     pub const TIMER_GAP: Duration = Duration::from_millis(500);
 
-    /// A policy suspending after `idle_after`.
+    /// A policy suspending after `idle_after`, between timers too.
     pub fn after(idle_after: Duration) -> Self {
-        Self { idle_after }
+        Self {
+            idle_after,
+            between_timers: true,
+        }
+    }
+
+    /// This policy, suspending between timers or not.
+    pub fn between_timers(self, between_timers: bool) -> Self {
+        Self {
+            between_timers,
+            ..self
+        }
     }
 }
 
@@ -80,6 +96,9 @@ impl IdleThreshold {
     /// - never earlier than `now`, and only if its earliest timer falls due at least the
     ///   [timer gap](Self::timer_gap) after that: a module is not suspended just before a
     ///   timer wakes it.
+    ///
+    /// Without [`between_timers`](SuspendPolicy::between_timers): its threshold after its
+    /// last entry, whatever it waits for.
     pub fn suspend_at(
         &self,
         now: Instant,
@@ -87,6 +106,9 @@ impl IdleThreshold {
         last_unforeseen: Instant,
         waits: Waits,
     ) -> Option<Instant> {
+        if !self.policy.between_timers {
+            return last_entry.checked_add(self.current);
+        }
         let idle_since = if waits.only_standing {
             last_unforeseen
         } else {
@@ -97,6 +119,11 @@ impl IdleThreshold {
             Some(due) if due < at.checked_add(self.timer_gap())? => None,
             _ => Some(at),
         }
+    }
+
+    /// Whether timers are foreseen (see [`SuspendPolicy::between_timers`]).
+    pub fn between_timers(&self) -> bool {
+        self.policy.between_timers
     }
 
     /// How long before its next timer a module may still be suspended: the current threshold,
@@ -223,6 +250,22 @@ mod tests {
             waits(false, Some(t0 + 9 * S + 100 * MS)),
         );
         assert_eq!(at, None);
+    }
+
+    #[test]
+    fn without_between_timers_every_entry_counts_and_timers_do_not_hold_it_back() {
+        let t = IdleThreshold::new(SuspendPolicy::after(3 * S).between_timers(false));
+        assert!(!t.between_timers());
+        let t0 = Instant::now();
+        let now = t0 + 10 * S;
+        let at = t.suspend_at(now, now, t0, waits(true, Some(now + 20 * S)));
+        assert_eq!(at, Some(now + 3 * S));
+        let at = t.suspend_at(now, now, t0, waits(true, Some(now + 3 * S + MS)));
+        assert_eq!(
+            at,
+            Some(now + 3 * S),
+            "suspended even just before its timer"
+        );
     }
 
     #[test]
