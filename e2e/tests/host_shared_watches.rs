@@ -1,12 +1,14 @@
 //! Shared watches against the real apiserver: modules watching the same ConfigMaps with the
 //! same selector cause exactly one upstream LIST and one upstream WATCH (counted in the
-//! apiserver's audit log), and every module still sees every event, in order.
+//! apiserver's audit log), and every module still sees every event, in order; a controller
+//! that shares nothing lists each collection once, as natively.
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
+use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
 use std::time::Duration;
 
@@ -120,4 +122,65 @@ async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() 
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_lone_controller_lists_each_collection_once_as_natively() {
+    // configmap-mirror alone in its namespace: it lists its ConfigMaps (consistently) and
+    // watches from that list's resourceVersion, as kube-runtime's watcher does; the shared
+    // watch starts from that list instead of LISTing again. (It lists Secrets to prune them,
+    // and never watches them.)
+    let client = client().await;
+    let ns = fresh_namespace(&client, "lone").await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    cms.create(&PostParams::default(), &mirrored("before"))
+        .await
+        .expect("create");
+    let dir = scratch_dir().join(format!("lone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let manifest = write_manifest(
+        &dir,
+        "host.yaml",
+        "sharedWatches: true",
+        &[Entry::new("mirror", "configmap-mirror").namespace(&ns)],
+    );
+    let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
+    eventually(WAIT, "Secret before", || async {
+        secrets.get_opt("before").await.ok().flatten()
+    })
+    .await;
+    cms.create(&PostParams::default(), &mirrored("after"))
+        .await
+        .expect("create");
+    eventually(WAIT, "Secret after, through the watch", || async {
+        secrets.get_opt("after").await.ok().flatten()
+    })
+    .await;
+
+    // The test itself only creates and gets; the audit log may lag a little.
+    let counts = |resource: &str, verb: &str| {
+        audited_requests(resource, &ns)
+            .iter()
+            .filter(|r| r.verb == verb)
+            .count()
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the ConfigMap WATCH in the audit log",
+        || async { (counts("configmaps", "watch") >= 1).then_some(()) },
+    )
+    .await;
+    let requests = audited_requests("configmaps", &ns);
+    assert_eq!(
+        (counts("configmaps", "list"), counts("configmaps", "watch")),
+        (1, 1),
+        "one LIST, one WATCH of ConfigMaps, as natively: {requests:#?}"
+    );
+    assert_eq!(
+        (counts("secrets", "list"), counts("secrets", "watch")),
+        (1, 0),
+        "its one prune LIST of Secrets"
+    );
+    let _ = host.terminate(Duration::from_secs(30));
 }

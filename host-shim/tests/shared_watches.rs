@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Guest, Reply, Seen, call_with_frame, fake_client, run_guests_on, test_settings};
+use common::{
+    Guest, Reply, Seen, call_with_frame, fake_client, run_guests_on, test_settings, wat_bytes,
+};
 use host_shim::upstream::watch_cache::CacheSettings;
 use host_shim::{ModuleOutcome, Upstream};
 use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
@@ -439,5 +441,127 @@ async fn events_leave_the_history_at_its_age() {
     assert_eq!(
         late_events(CacheSettings::default().history_age).await,
         ["head", "MODIFIED a 43", r#"{"kind":"end"}"#]
+    );
+}
+
+/// A guest doing what kube-runtime's watcher does: a consistent list of the collection
+/// (`labelSelector=app=ring`, `limit=500`, no resourceVersion), then, once it is answered
+/// (op 1), a watch from `watch_from`. Records every completion.
+fn list_then_watch_guest(watch: &WatchRequest) -> Vec<u8> {
+    let list = HttpRequest {
+        method: "GET".into(),
+        uri: format!("{PATH}?&labelSelector=app%3Dring&limit=500"),
+        headers: vec![],
+        response: ResponseMode::Whole,
+    };
+    let list_frame = encode_frame(&list, b"");
+    let watch_frame = encode_frame(watch, b"");
+    let mut guest = Guest::new(&format!(
+        "(drop {})",
+        call_with_frame("http_request", &list_frame)
+    ))
+    .complete(&format!(
+        "(call $record (local.get $op) (local.get $ptr) (local.get $len)) \
+         (if (i64.eq (local.get $op) (i64.const 1)) \
+           (then (drop (call $watch (i32.const 4096) (i32.const {})))))",
+        watch_frame.len()
+    ))
+    .expect_finals(2)
+    .frame(&list_frame);
+    guest.extra.push_str(&format!(
+        "(data (i32.const 4096) \"{}\")\n",
+        wat_bytes(&watch_frame)
+    ));
+    guest.wasm()
+}
+
+/// The LISTs an API server saw, as their query strings.
+fn lists(seen: &Mutex<Vec<Seen>>) -> Vec<String> {
+    seen.lock()
+        .expect("log")
+        .iter()
+        .filter(|r| !is_watch(r))
+        .map(|r| r.uri.query().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_watcher_lists_once_its_list_seeds_the_shared_watch() {
+    let (client, seen) = listed_at_41_then_42_and_43();
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let run = run_shared(
+        upstream,
+        &[("lone", list_then_watch_guest(&watch_from("41", Some(1))))],
+    )
+    .await;
+    assert_eq!(
+        run.outcome("lone"),
+        &ModuleOutcome::Exited(0),
+        "{}",
+        run.output
+    );
+    let events = events_of(&run, "lone");
+    assert!(
+        events[0].contains(r#""resourceVersion":"41""#),
+        "its own list: {}",
+        events[0]
+    );
+    assert_eq!(
+        events[1..],
+        ["head", "ADDED b 42", "MODIFIED a 43", r#"{"kind":"end"}"#],
+        "the watch from its list's resourceVersion gets every event after it"
+    );
+    let lists = lists(&seen);
+    assert_eq!(lists.len(), 1, "one LIST, the module's own: {lists:?}");
+    assert!(!lists[0].contains("resourceVersion"), "{lists:?}");
+    assert_eq!(count(&seen, true), 1, "one upstream WATCH");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_cut_short_does_not_seed_and_the_informer_lists_exactly() {
+    // The module's list is a first page (a `continue` token): the informer cannot start from
+    // it and LISTs exactly at its resourceVersion.
+    let closed = Arc::new(AtomicBool::new(false));
+    let (client, seen) = fake_client(move |req| {
+        let query = req.uri.query().unwrap_or("");
+        if is_watch(req) {
+            Reply::new(
+                200,
+                vec![Ok(format!("{}\n", event("ADDED", "b", 42)).into_bytes())],
+            )
+            .hanging(closed.clone())
+        } else if query.contains("resourceVersionMatch=Exact") {
+            Reply::ok(&list_body(41, &["a"]))
+        } else {
+            let page = String::from_utf8(list_body(41, &["a"]))
+                .expect("utf-8")
+                .replace(
+                    r#""metadata":{"resourceVersion":"41"}"#,
+                    r#""metadata":{"resourceVersion":"41","continue":"next"}"#,
+                );
+            Reply::ok(page.as_bytes())
+        }
+    });
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let run = run_shared(
+        upstream,
+        &[("paged", list_then_watch_guest(&watch_from("41", Some(1))))],
+    )
+    .await;
+    assert_eq!(
+        run.outcome("paged"),
+        &ModuleOutcome::Exited(0),
+        "{}",
+        run.output
+    );
+    assert_eq!(
+        events_of(&run, "paged")[1..],
+        ["head", "ADDED b 42", r#"{"kind":"end"}"#]
+    );
+    let lists = lists(&seen);
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    assert!(
+        lists[1].contains("resourceVersion=41") && lists[1].contains("resourceVersionMatch=Exact"),
+        "{lists:?}"
     );
 }

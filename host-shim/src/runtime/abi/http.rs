@@ -13,7 +13,9 @@
 //!   the check judged (`Access::authorize`).
 //!
 //! - On a host that shares watches ([`crate::upstream::watch_cache`]), a `resourceVersion=0` list of a
-//!   collection is answered from the shared watch of that collection (a final `response`).
+//!   collection is answered from the shared watch of that collection (a final `response`); a
+//!   consistent list goes upstream, and its complete `200` answer is offered to the cache as
+//!   the seed of the shared watch the module's watcher opens next.
 //!
 //! Dropping the op's task (cancel, or the module ending) drops the request and its connection.
 
@@ -24,12 +26,13 @@ use wasmtime::{Caller, Linker};
 
 use super::op::{read_frame, start_op};
 use super::op_to_wasm;
-use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole};
+use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole, whole_response};
 use super::shared_watch::{self, Served};
 use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::runtime::state::{HostState, OpContext};
 use crate::upstream::client as upstream;
-use crate::upstream::watch_cache::key::list_key;
+use crate::upstream::watch_cache::WatchCache;
+use crate::upstream::watch_cache::key::{SharedList, WatchKey, list_key};
 
 /// Adds `http_request` to `linker`.
 ///
@@ -72,18 +75,48 @@ fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmti
             let _held = held;
             match (denied, shared_list) {
                 (Some(denied), _) => send_denied(&denied, &ctx.warnings, &sink).await,
-                (None, Some((cache, key))) => {
+                (None, Some((cache, SharedList::Cached(key)))) => {
                     let subscription = cache.subscribe(&key, &ctx.upstream, None);
                     match shared_watch::list(subscription, &sink).await? {
                         Served::Upstream => send_request(&ctx, request, mode, &sink).await,
                         Served::Done => Ok(()),
                     }
                 }
+                (None, Some((cache, SharedList::Consistent(key)))) => {
+                    send_seeding(&ctx, request, (cache, key), &sink).await
+                }
                 (None, None) => send_request(&ctx, request, mode, &sink).await,
             }
         },
     )?;
     Ok(op_to_wasm(started.id))
+}
+
+/// Sends a module's consistent list of `key` upstream (in `whole` mode) as
+/// [`send_request`] does, and offers its complete `200` answer to `cache` as the seed of the
+/// shared watch of `key` (when the cache has none: the body is then kept a little longer).
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+async fn send_seeding(
+    ctx: &OpContext,
+    request: Result<http::Request<Body>, OpError>,
+    (cache, key): (WatchCache, WatchKey),
+    sink: &CompletionSink,
+) -> Result<(), ModuleGone> {
+    let Some(response) = send_upstream(ctx, request, sink).await? else {
+        return Ok(());
+    };
+    let status = response.status().as_u16();
+    let headers = upstream::header_pairs(response.headers());
+    let body = response.into_body();
+    let sent = whole_response(status, headers, body, ctx.limits, &ctx.access.module, sink).await?;
+    if let (200, Some(body)) = (status, sent)
+        && cache.wants_seed(&key)
+    {
+        cache.offer_seed(key, body);
+    }
+    Ok(())
 }
 
 /// Sends one request upstream, as the module of `ctx`, and its answer's completions to `sink`.
@@ -97,17 +130,8 @@ pub async fn send_request(
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
     let limits = ctx.limits;
-    let response = match request {
-        Ok(request) => {
-            ctx.upstream
-                .send_within(request, limits.request_timeout)
-                .await
-        }
-        Err(err) => Err(err),
-    };
-    let response = match response {
-        Ok(response) => response,
-        Err(err) => return sink.send(&Completion::Error(err), b"").await,
+    let Some(response) = send_upstream(ctx, request, sink).await? else {
+        return Ok(());
     };
     let status = response.status();
     let headers = upstream::header_pairs(response.headers());
@@ -132,4 +156,28 @@ pub async fn send_request(
         LinePolicy::KeepBlank,
     )
     .await
+}
+
+/// Sends `request` upstream within the request timeout: its response, or `None` once the
+/// `error` completion saying why there is none was sent to `sink`.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+async fn send_upstream(
+    ctx: &OpContext,
+    request: Result<http::Request<Body>, OpError>,
+    sink: &CompletionSink,
+) -> Result<Option<http::Response<Body>>, ModuleGone> {
+    let response = match request {
+        Ok(request) => {
+            ctx.upstream
+                .send_within(request, ctx.limits.request_timeout)
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    match response {
+        Ok(response) => Ok(Some(response)),
+        Err(err) => sink.send(&Completion::Error(err), b"").await.map(|()| None),
+    }
 }

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use bytes::Bytes;
 use http_body_util::BodyExt;
 use kube::client::Body;
 use kube_wasm_abi::{Completion, ErrorCode, LineFramer, OpError};
@@ -50,6 +51,23 @@ pub async fn send_whole(
     module: &str,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
+    whole_response(status, headers, body, limits, module, sink)
+        .await
+        .map(drop)
+}
+
+/// [`send_whole`], returning the body the module was sent, if it was.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+pub async fn whole_response(
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Body,
+    limits: OpLimits,
+    module: &str,
+    sink: &CompletionSink,
+) -> Result<Option<Bytes>, ModuleGone> {
     let budget = sink.budget().clone();
     let mut held = HeldBytes::default();
     let collected = upstream::collect_body_within(body, limits.max_body_bytes, |n| {
@@ -59,7 +77,8 @@ pub async fn send_whole(
     match collected {
         Ok(bytes) => {
             sink.send_held(&Completion::Response { status, headers }, &bytes, held)
-                .await
+                .await?;
+            Ok(Some(bytes))
         }
         Err(CollectError::NoRoom) => {
             drop(held);
@@ -69,9 +88,12 @@ pub async fn send_whole(
                 limit: budget.limit() as u64,
             };
             let (completion, body) = exceeded.too_many_requests();
-            sink.send(&completion, &body).await
+            sink.send(&completion, &body).await.map(|()| None)
         }
-        Err(err) => sink.send(&Completion::Error(err.into()), b"").await,
+        Err(err) => sink
+            .send(&Completion::Error(err.into()), b"")
+            .await
+            .map(|()| None),
     }
 }
 

@@ -217,6 +217,16 @@ pub struct ParsedList {
     /// The items, each given `kind` and `apiVersion` if the server left them out (it does
     /// for built-in types), so they read as in watch events.
     pub items: Vec<ObjectJson>,
+    /// Whether this is one page of a longer list (its `metadata.continue` is set).
+    pub more: bool,
+}
+
+#[derive(Deserialize, Default)]
+struct RawListMeta {
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: Option<String>,
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -226,7 +236,7 @@ struct RawList<'a> {
     #[serde(default, rename = "apiVersion")]
     api_version: Option<String>,
     #[serde(default)]
-    metadata: Meta,
+    metadata: RawListMeta,
     #[serde(default, borrow)]
     items: Option<Vec<&'a RawValue>>,
 }
@@ -240,6 +250,10 @@ pub fn parse_list(body: Bytes) -> Result<ParsedList, BadPayload> {
     const WHAT: &str = "list";
     let raw: RawList<'_> = serde_json::from_slice(&body).map_err(|e| bad(WHAT, e.to_string()))?;
     let resource_version = parse_rv(WHAT, raw.metadata.resource_version.as_deref())?;
+    let more = raw
+        .metadata
+        .continue_token
+        .is_some_and(|token| !token.is_empty());
     let list_kind = raw.kind.ok_or_else(|| bad(WHAT, "no kind"))?;
     let api_version = raw.api_version.ok_or_else(|| bad(WHAT, "no apiVersion"))?;
     let item_type = TypeMeta {
@@ -276,6 +290,7 @@ pub fn parse_list(body: Bytes) -> Result<ParsedList, BadPayload> {
         },
         item_type,
         items,
+        more,
     })
 }
 
@@ -446,6 +461,12 @@ mod tests {
         ))
         .expect("parses");
         assert!(empty.items.is_empty());
+        assert!(!empty.more && !list.more, "whole lists");
+        let page = parse_list(Bytes::from_static(
+            br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"3","continue":"eyJ2Ijoi"},"items":[]}"#,
+        ))
+        .expect("parses");
+        assert!(page.more, "one page of more");
         assert!(
             parse_list(Bytes::from_static(
                 br#"{"kind":"PodList","apiVersion":"v1","metadata":{}}"#

@@ -1,6 +1,7 @@
-//! The upstream side of a shared watch: one LIST, then one WATCH at a time from the store's
-//! resourceVersion (with bookmarks), as kube-apiserver's cacher (or client-go's reflector)
-//! does it:
+//! The upstream side of a shared watch: one LIST (or the seed a module's own complete list
+//! left, at exactly the resourceVersion its first subscriber starts from), then one WATCH at a
+//! time from the store's resourceVersion (with bookmarks), as kube-apiserver's cacher (or
+//! client-go's reflector) does it:
 //! - a watch the server closes (its timeout) is resumed from the newest resourceVersion;
 //! - a watch that breaks off, or cannot be opened, is retried from there after a backoff;
 //! - a `410 Gone`/`Expired` (or any other `ERROR` event, or an event the cache cannot read)
@@ -51,18 +52,57 @@ enum WatchEnd {
     Broken(OpError),
 }
 
+/// Where a new informer starts.
+pub(crate) struct Start {
+    /// The resourceVersion its first subscriber starts from: its first LIST is `Exact` there.
+    pub(crate) hint: Option<u64>,
+    /// A module's complete list body of the key, used instead of the first LIST if it is at
+    /// exactly `hint`.
+    pub(crate) seed: Option<Bytes>,
+}
+
+impl Start {
+    /// The seed as the first LIST's answer, if it is a complete list at the hint.
+    fn seeded(self, key: &super::WatchKey) -> Option<ParsedList> {
+        let (hint, body) = (self.hint?, self.seed?);
+        match parse_list(body) {
+            Ok(list) if !list.more && list.resource_version == hint => {
+                tracing::debug!(key = %key, rv = hint, "shared watch starts from the module's own list");
+                Some(list)
+            }
+            Ok(list) => {
+                tracing::debug!(key = %key, rv = list.resource_version, hint, more = list.more, "the module's list does not seed its watch");
+                None
+            }
+            Err(bad) => {
+                tracing::debug!(key = %key, "the module's list cannot seed its watch: {bad}");
+                None
+            }
+        }
+    }
+}
+
 /// Runs the informer of `shared` until it is aborted (no subscriber for the linger time) or
 /// its LIST is refused.
 pub(crate) async fn run_informer(
     shared: Arc<Shared>,
     upstream: Upstream,
     cache: WatchCache,
-    mut start_hint: Option<u64>,
+    start: Start,
 ) {
     let mut retry = BackoffState::new(RETRY);
+    let mut start_hint = start.hint;
+    let mut seeded = start.seeded(&shared.key);
     loop {
         let attempt = Instant::now();
-        let list = match list(&upstream, &shared, &cache, start_hint.take()).await {
+        let listed = match seeded.take() {
+            Some(list) => {
+                start_hint = None;
+                Ok(list)
+            }
+            None => list(&upstream, &shared, &cache, start_hint.take()).await,
+        };
+        let list = match listed {
             Ok(list) => list,
             Err(ListFailure::Expired) => continue,
             Err(ListFailure::Refused(status)) => {
@@ -257,5 +297,42 @@ fn apply_line(shared: &Shared, cache: &WatchCache, line: Bytes) -> Option<WatchE
             });
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(rv: u64, more: bool) -> Bytes {
+        let token = if more { r#","continue":"next""# } else { "" };
+        Bytes::from(format!(
+            r#"{{"kind":"ConfigMapList","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}"{token}}},"items":[{{"metadata":{{"name":"a","namespace":"n","resourceVersion":"{rv}"}}}}]}}"#
+        ))
+    }
+
+    fn seeded(hint: Option<u64>, seed: Option<Bytes>) -> Option<u64> {
+        let key = super::super::WatchKey::new(None, "/api/v1/configmaps", None, None, false);
+        Start { hint, seed }
+            .seeded(&key)
+            .map(|list| list.resource_version)
+    }
+
+    #[test]
+    fn only_a_whole_list_at_the_hint_seeds() {
+        assert_eq!(seeded(Some(41), Some(seed(41, false))), Some(41));
+        assert_eq!(
+            seeded(Some(40), Some(seed(41, false))),
+            None,
+            "another state"
+        );
+        assert_eq!(seeded(Some(41), Some(seed(41, true))), None, "one page");
+        assert_eq!(
+            seeded(None, Some(seed(41, false))),
+            None,
+            "no watch position"
+        );
+        assert_eq!(seeded(Some(41), None), None);
+        assert_eq!(seeded(Some(41), Some(Bytes::from_static(b"{"))), None);
     }
 }

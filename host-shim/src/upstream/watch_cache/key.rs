@@ -77,11 +77,26 @@ impl std::fmt::Display for WatchKey {
     }
 }
 
-/// The key of a list request that kube-apiserver's cacher serves from its watch cache, and
-/// so can be served from a shared watch: a `GET` of a collection with `resourceVersion=0`
-/// (optionally `resourceVersionMatch=NotOlderThan`; `limit` and `timeoutSeconds` are ignored
-/// there, as the cacher ignores them), no `continue`, no `watch`, no other parameter, and an
-/// `Accept` of plain JSON or of `PartialObjectMetadataList`. `None` for anything else.
+/// A list request a shared watch serves or learns from (see [`list_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedList {
+    /// `resourceVersion=0`: kube-apiserver's cacher serves it from its watch cache, so it is
+    /// served from the shared watch of the key.
+    Cached(WatchKey),
+    /// No `resourceVersion` (a consistent list, read from etcd): it goes upstream, and its
+    /// answer, if complete, may start the shared watch of the key that follows it (the
+    /// watcher's WATCH from that list's resourceVersion) without another LIST.
+    Consistent(WatchKey),
+}
+
+/// Classifies a list request: a `GET` of a collection with `resourceVersion=0` (optionally
+/// `resourceVersionMatch=NotOlderThan`) is [`SharedList::Cached`], one without
+/// `resourceVersion` (or with it empty) and without `resourceVersionMatch` is
+/// [`SharedList::Consistent`]; either may have `labelSelector`, `fieldSelector`, `limit`
+/// (the cacher ignores it; a consistent list that is cut short has a `continue` token and
+/// is not used) and `timeoutSeconds`, and no other parameter (no `continue`, no `watch`),
+/// and an `Accept` of plain JSON or of `PartialObjectMetadataList`. `None` for anything
+/// else.
 ///
 /// `info` and `uri` are the request as its permission check read it (`Access::authorize`),
 /// and `path` the path it is sent with, so the key's collection is the one the module was
@@ -93,7 +108,7 @@ pub fn list_key(
     uri: &RequestUri,
     path: &str,
     headers: &[(String, String)],
-) -> Option<WatchKey> {
+) -> Option<SharedList> {
     if method != http::Method::GET {
         return None;
     }
@@ -103,19 +118,16 @@ pub fn list_key(
     if info.verb != "list" || !info.subresource.is_empty() {
         return None;
     }
-    let (mut labels, mut fields, mut rv) = (None, None, None);
+    let (mut labels, mut fields, mut rv, mut not_older_than) = (None, None, None, false);
     for (name, value) in uri.query() {
         match name.as_str() {
             "labelSelector" => labels = Some(value.as_str()),
             "fieldSelector" => fields = Some(value.as_str()),
             "resourceVersion" => rv = Some(value.as_str()),
-            "resourceVersionMatch" if value == "NotOlderThan" => {}
+            "resourceVersionMatch" if value == "NotOlderThan" => not_older_than = true,
             "limit" | "timeoutSeconds" => {}
             _ => return None,
         }
-    }
-    if rv != Some("0") {
-        return None;
     }
     let mut metadata_only = false;
     for (name, value) in headers {
@@ -127,7 +139,12 @@ pub fn list_key(
             }
         }
     }
-    Some(WatchKey::new(identity, path, labels, fields, metadata_only))
+    let key = WatchKey::new(identity, path, labels, fields, metadata_only);
+    match (rv, not_older_than) {
+        (Some("0"), _) => Some(SharedList::Cached(key)),
+        (None | Some(""), false) => Some(SharedList::Consistent(key)),
+        _ => None,
+    }
 }
 
 /// Where a watch starts, in the API server's terms (its `resourceVersion` parameter).
@@ -176,7 +193,7 @@ mod tests {
         );
     }
 
-    fn list_as(method: http::Method, uri: &str, accept: Option<&str>) -> Option<WatchKey> {
+    fn list_as(method: http::Method, uri: &str, accept: Option<&str>) -> Option<SharedList> {
         let headers: Vec<(String, String)> = accept
             .map(|a| vec![("Accept".to_owned(), a.to_owned())])
             .unwrap_or_default();
@@ -188,7 +205,60 @@ mod tests {
     }
 
     fn list(uri: &str, accept: Option<&str>) -> Option<WatchKey> {
-        list_as(http::Method::GET, uri, accept)
+        match list_as(http::Method::GET, uri, accept) {
+            Some(SharedList::Cached(key)) => Some(key),
+            _ => None,
+        }
+    }
+
+    fn consistent(uri: &str, accept: Option<&str>) -> Option<WatchKey> {
+        match list_as(http::Method::GET, uri, accept) {
+            Some(SharedList::Consistent(key)) => Some(key),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn consistent_lists_may_seed_a_shared_watch() {
+        let key = consistent(
+            "/api/v1/namespaces/n/configmaps?labelSelector=app%3Dx&limit=500",
+            None,
+        )
+        .expect("a consistent list");
+        assert_eq!(
+            key,
+            WatchKey::new(
+                None,
+                "/api/v1/namespaces/n/configmaps",
+                Some("app=x"),
+                None,
+                false
+            )
+        );
+        assert!(consistent("/api/v1/namespaces/n/configmaps?resourceVersion=", None).is_some());
+        let meta = consistent(
+            "/apis/apps/v1/deployments",
+            Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
+        )
+        .expect("a consistent metadata list");
+        assert!(meta.metadata_only);
+        for uri in [
+            "/api/v1/namespaces/n/configmaps?limit=500&continue=abc",
+            "/api/v1/namespaces/n/configmaps?resourceVersion=12",
+            "/api/v1/namespaces/n/configmaps?resourceVersion=12&resourceVersionMatch=Exact",
+            "/api/v1/namespaces/n/configmaps?resourceVersionMatch=NotOlderThan",
+            "/api/v1/namespaces/n/configmaps?watch=true",
+            "/api/v1/namespaces/n/configmaps/a",
+        ] {
+            assert_eq!(consistent(uri, None), None, "{uri}");
+        }
+        assert_eq!(
+            consistent(
+                "/api/v1/namespaces/n/configmaps",
+                Some("application/json;as=Table;v=v1;g=meta.k8s.io")
+            ),
+            None
+        );
     }
 
     #[test]

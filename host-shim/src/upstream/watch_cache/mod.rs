@@ -12,6 +12,13 @@
 //!
 //! Everything else goes upstream as before: consistent lists (`resourceVersion` unset, which
 //! the API server reads from etcd), `Exact` and paginated lists, single objects, writes.
+//!
+//! A module's complete consistent list (no `continue`) of a collection that has no shared
+//! watch is kept for [`CacheSettings::seed_age`] as a *seed* (all seeds together at most
+//! [`CacheSettings::seed_bytes`]): if the module's watcher then watches that collection from
+//! that list's resourceVersion — as kube-runtime's watcher does right after its list — the new
+//! informer starts from the seed instead of LISTing the same state again. A lone controller
+//! then costs one LIST, as it does natively.
 //! A collection the host's identity may not list (the informer's LIST is refused with a 4xx)
 //! is not shared: its watches go upstream one by one.
 //!
@@ -33,6 +40,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use bytes::Bytes;
 use kube_wasm_abi::OpError;
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
@@ -62,6 +70,12 @@ pub struct CacheSettings {
     /// Most informers without subscribers kept at once (lingering); past it an informer
     /// closes as soon as its last subscriber leaves.
     pub max_lingering: usize,
+    /// How long a module's complete list is kept to seed the shared watch its watcher opens
+    /// next.
+    pub seed_age: Duration,
+    /// Most bytes of list bodies kept as seeds at once; a list that does not fit is not kept
+    /// (its watch's informer LISTs for itself).
+    pub seed_bytes: usize,
 }
 
 impl Default for CacheSettings {
@@ -72,6 +86,8 @@ impl Default for CacheSettings {
             history_age: Duration::from_secs(75),
             linger: Duration::from_secs(30),
             max_lingering: 64,
+            seed_age: Duration::from_secs(10),
+            seed_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -130,6 +146,43 @@ struct Entry {
     informer: AbortHandle,
 }
 
+/// A module's complete list of a collection, kept to start its shared watch from.
+struct Seed {
+    body: Bytes,
+    kept: Instant,
+}
+
+/// The seeds, by key, and their bytes.
+#[derive(Default)]
+struct Seeds {
+    by_key: HashMap<WatchKey, Seed>,
+    bytes: usize,
+}
+
+impl Seeds {
+    fn remove(&mut self, key: &WatchKey) -> Option<Seed> {
+        let seed = self.by_key.remove(key)?;
+        self.bytes -= seed.body.len();
+        Some(seed)
+    }
+
+    /// Drops the seeds kept before `cutoff`.
+    fn expire(&mut self, cutoff: Option<Instant>) {
+        let Some(cutoff) = cutoff else {
+            return;
+        };
+        let mut freed = 0;
+        self.by_key.retain(|_, seed| {
+            let keep = seed.kept >= cutoff;
+            if !keep {
+                freed += seed.body.len();
+            }
+            keep
+        });
+        self.bytes -= freed;
+    }
+}
+
 struct Inner {
     settings: CacheSettings,
     limits: OpLimits,
@@ -137,6 +190,7 @@ struct Inner {
     entries: Mutex<HashMap<WatchKey, Entry>>,
     history_bytes: AtomicUsize,
     lingering: Arc<Lingering>,
+    seeds: Mutex<Seeds>,
 }
 
 /// The host's shared watches. Cheap to clone.
@@ -165,6 +219,7 @@ impl WatchCache {
                 entries: Mutex::new(HashMap::new()),
                 history_bytes: AtomicUsize::new(0),
                 lingering: Arc::new(Lingering::new(settings.max_lingering)),
+                seeds: Mutex::new(Seeds::default()),
             }),
         }
     }
@@ -177,10 +232,62 @@ impl WatchCache {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn seeds(&self) -> MutexGuard<'_, Seeds> {
+        // Seeds are only inserted and removed whole, with their bytes.
+        self.inner
+            .seeds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a module's list of `key` could seed a shared watch: none exists for it.
+    pub(crate) fn wants_seed(&self, key: &WatchKey) -> bool {
+        !self.entries().contains_key(key)
+    }
+
+    /// Keeps `body`, a module's complete answer to a consistent list of `key`, for the
+    /// seed age, to start the shared watch of `key` from (see the module docs). Not kept if a
+    /// shared watch of `key` exists, or if it does not fit in the seeds' bytes; it replaces
+    /// an older seed of `key`.
+    pub(crate) fn offer_seed(&self, key: WatchKey, body: Bytes) {
+        if !self.wants_seed(&key) {
+            return;
+        }
+        let settings = &self.inner.settings;
+        let mut seeds = self.seeds();
+        seeds.expire(Instant::now().checked_sub(settings.seed_age));
+        seeds.remove(&key);
+        if seeds.bytes + body.len() > settings.seed_bytes {
+            tracing::debug!(key = %key, bytes = body.len(), "no room to keep a list as a seed");
+            return;
+        }
+        seeds.bytes += body.len();
+        seeds.by_key.insert(
+            key,
+            Seed {
+                body,
+                kept: Instant::now(),
+            },
+        );
+    }
+
+    /// Takes the seed of `key`, if one is kept and not older than the seed age.
+    fn take_seed(&self, key: &WatchKey) -> Option<Bytes> {
+        let mut seeds = self.seeds();
+        seeds.expire(Instant::now().checked_sub(self.inner.settings.seed_age));
+        seeds.remove(key).map(|seed| seed.body)
+    }
+
+    /// Bytes of list bodies kept as seeds now.
+    pub fn seed_bytes(&self) -> usize {
+        self.seeds().bytes
+    }
+
     /// Subscribes to the shared watch of `key`, starting its informer (through `upstream`)
     /// if there is none. `start_hint`: the resourceVersion the first subscriber starts from;
-    /// a new informer LISTs exactly at it (when etcd still has it), so that subscriber's
-    /// resume is served without a `410`.
+    /// a new informer starts from the seed of `key` if it is a complete list at exactly that
+    /// resourceVersion, or else LISTs exactly at it (when etcd still has it), so that
+    /// subscriber's resume is served without a `410`.
     pub(crate) fn subscribe(
         &self,
         key: &WatchKey,
@@ -203,11 +310,15 @@ impl WatchCache {
                     subscribers: AtomicUsize::new(0),
                 });
                 tracing::info!(key = %key, "sharing a new upstream watch");
+                let start = informer::Start {
+                    hint: start_hint,
+                    seed: self.take_seed(key),
+                };
                 let informer = tokio::spawn(informer::run_informer(
                     shared.clone(),
                     upstream.clone(),
                     self.clone(),
-                    start_hint,
+                    start,
                 ))
                 .abort_handle();
                 entries.insert(
@@ -394,6 +505,41 @@ impl Drop for LingerSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cache(settings: CacheSettings) -> WatchCache {
+        WatchCache::new(settings, OpLimits::default(), Metrics::new())
+    }
+
+    fn key(path: &str) -> WatchKey {
+        WatchKey::new(None, path, None, None, false)
+    }
+
+    #[tokio::test]
+    async fn seeds_are_kept_for_their_age_within_their_bytes() {
+        let cache = cache(CacheSettings {
+            seed_bytes: 10,
+            seed_age: Duration::from_millis(200),
+            ..CacheSettings::default()
+        });
+        cache.offer_seed(key("/a"), Bytes::from_static(b"123456"));
+        assert_eq!(cache.seed_bytes(), 6);
+        cache.offer_seed(key("/b"), Bytes::from_static(b"12345"));
+        assert_eq!(cache.seed_bytes(), 6, "no room for /b");
+        cache.offer_seed(key("/a"), Bytes::from_static(b"1234"));
+        assert_eq!(
+            cache.seed_bytes(),
+            4,
+            "a newer list of /a replaces the older"
+        );
+        assert_eq!(cache.take_seed(&key("/a")).as_deref(), Some(&b"1234"[..]));
+        assert_eq!(cache.take_seed(&key("/a")), None, "taken once");
+        assert_eq!(cache.seed_bytes(), 0);
+
+        cache.offer_seed(key("/c"), Bytes::from_static(b"12"));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(cache.take_seed(&key("/c")), None, "too old");
+        assert_eq!(cache.seed_bytes(), 0);
+    }
 
     #[test]
     fn at_most_max_informers_linger() {
