@@ -263,6 +263,34 @@ impl Fleet {
         self.children.iter().map(Child::id).collect()
     }
 
+    /// Waits until the host reports `n` modules (one series of module memory each).
+    ///
+    /// # Errors
+    /// If a process exited, or fewer were reported within `timeout`.
+    pub async fn wait_for_modules(&mut self, n: usize, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            self.check_alive()?;
+            let reported = self.host_metrics().ok().flatten().map_or(0, |m| m.modules);
+            if reported >= n as u64 {
+                return Ok(());
+            }
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "the host reported {reported} of {n} modules within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// The CPU time (user + system) the fleet's processes used so far.
+    ///
+    /// # Errors
+    /// If a process's `/proc/<pid>/stat` cannot be read.
+    pub fn cpu_time(&self) -> anyhow::Result<Duration> {
+        crate::cpu::of_processes(&self.pids())
+    }
+
     /// Fails if any process has exited.
     ///
     /// # Errors

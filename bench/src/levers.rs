@@ -14,7 +14,12 @@
 //!   and (with the suspend variant) suspended, where store-reader's one-second ticker and
 //!   multi-watch's timers are what `suspend.betweenTimers` is about;
 //! - **ring**: N ring controllers sharing one compiled module, resident or suspended
-//!   (`suspend: {idleAfter}`); the events are ring cycles.
+//!   (`suspend: {idleAfter}`); the events are ring cycles;
+//! - **tickers** (with the suspend variant, for `suspend.betweenTimers` only): [`TICKERS`]
+//!   store-readers, each woken every second by its `tokio::time::interval`, suspended; no
+//!   event is timed.
+//!
+//! Each launch also reports the host's CPU time over the settle time.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -32,6 +37,9 @@ use crate::cluster::{self, RING_NAME};
 use crate::fleet::{Fleet, HostMetrics, Setup, Variant, host_manifest};
 use crate::memory::Sample;
 use crate::workloads::Bench;
+
+/// Store-readers in the tickers fleet.
+pub const TICKERS: usize = 40;
 
 /// A host setting that saves memory, on by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -101,6 +109,8 @@ pub struct LeverRun {
     /// Over the settle time: timers delivered, their mean lateness (ms from falling due to
     /// delivery; NaN without timers) and resumes ahead of a timer.
     pub timers: TimerFigures,
+    /// The host's CPU time (user + system) over the settle time, in seconds.
+    pub cpu_seconds: f64,
     /// The first event after the settle time, in ms: a ConfigMap until its Secret is seen
     /// (five examples), or a ring cycle.
     pub next_event_ms: f64,
@@ -202,6 +212,10 @@ impl Bench {
         if has_mirror {
             self.apply_generator_crd().await?;
         }
+        let store_reader = examples
+            .iter()
+            .find(|p| p.file_stem().is_some_and(|s| s == "store-reader"))
+            .cloned();
         let mut runs = Vec::new();
         let mut launch = 0;
         if has_mirror {
@@ -252,6 +266,14 @@ impl Bench {
                     );
                 }
             }
+            if let (true, Some(ticker)) = (suspend, &store_reader)
+                && off.is_none_or(|l| l == Lever::BetweenTimers)
+            {
+                launch += 1;
+                let tag = format!("{tag}-{launch}");
+                eprintln!("bench: levers, {TICKERS} tickers suspended, {label}");
+                runs.push(self.tickers_idle(&setup, ticker, off, &tag).await?);
+            }
             let variants = if suspend {
                 vec![Variant::Wasm, Variant::WasmSuspend]
             } else {
@@ -272,13 +294,14 @@ impl Bench {
         }
         for run in &runs {
             eprintln!(
-                "bench:   {} off {:?}: idle {:.1} MiB PSS, {} suspended, {} apiserver \
-                 connections; {} timers {:.2} ms late on average, {} resumes ahead; next event \
-                 {:.1} ms, then {:.1} ms",
+                "bench:   {} off {:?}: idle {:.1} MiB PSS, {} suspended, {:.2} s CPU, {} \
+                 apiserver connections; {} timers {:.2} ms late on average, {} resumes ahead; \
+                 next event {:.1} ms, then {:.1} ms",
                 run.fleet,
                 run.off,
                 run.idle.pss_kib as f64 / 1024.0,
                 run.suspended_modules,
+                run.cpu_seconds,
                 run.apiserver_connections,
                 run.timers.delivered,
                 run.timers.mean_lateness_ms,
@@ -338,14 +361,12 @@ impl Bench {
                 apiserver_connections: 0,
                 suspended_modules: 0,
                 timers: TimerFigures::default(),
+                cpu_seconds: f64::NAN,
                 next_event_ms: f64::NAN,
                 warm_event_ms: f64::NAN,
             });
         }
-        let before = scrape(&fleet)?;
-        tokio::time::sleep(self.params.settle).await;
-        let idle = fleet.idle_memory().await?;
-        let after = scrape(&fleet)?;
+        let (idle, settled) = settle(&mut fleet, self.params.settle).await?;
         let apiserver_connections = fleet.connections_to(self.apiserver_port);
         let timeout = self.params.cycle_timeout;
         let next = self.mirror(&configs, &secrets, "next", timeout).await?;
@@ -358,10 +379,53 @@ impl Bench {
             off,
             idle,
             apiserver_connections,
-            suspended_modules: after.suspended_modules,
-            timers: TimerFigures::between(&before, &after),
+            suspended_modules: settled.suspended_modules,
+            timers: settled.timers,
+            cpu_seconds: settled.cpu_seconds,
             next_event_ms: next,
             warm_event_ms: warm,
+        })
+    }
+
+    /// [`TICKERS`] store-readers (`wasm`), each in its own namespace, suspended.
+    async fn tickers_idle(
+        &self,
+        setup: &Setup,
+        wasm: &std::path::Path,
+        off: Option<Lever>,
+        tag: &str,
+    ) -> anyhow::Result<LeverRun> {
+        let mut entries = Vec::new();
+        for i in 0..TICKERS {
+            let namespace = format!("{tag}-{i}");
+            cluster::create_namespace(&self.client, &namespace).await?;
+            entries.push(
+                Entry::with_wasm(&format!("store-reader-{i}"), wasm)
+                    .namespace(&namespace)
+                    .field(&setup.suspend_field()),
+            );
+        }
+        let dir = self.logs.join(tag);
+        let mut fleet = Fleet::start_host(setup, &dir, |metrics| {
+            host_manifest(setup, true, &entries, metrics)
+        })?;
+        fleet
+            .wait_for_modules(TICKERS, self.params.startup_timeout)
+            .await?;
+        let (idle, settled) = settle(&mut fleet, self.params.settle).await?;
+        let apiserver_connections = fleet.connections_to(self.apiserver_port);
+        fleet.check_alive()?;
+        fleet.stop(Duration::from_secs(15))?;
+        Ok(LeverRun {
+            fleet: format!("{TICKERS} tickers suspended"),
+            off,
+            idle,
+            apiserver_connections,
+            suspended_modules: settled.suspended_modules,
+            timers: settled.timers,
+            cpu_seconds: settled.cpu_seconds,
+            next_event_ms: f64::NAN,
+            warm_event_ms: f64::NAN,
         })
     }
 
@@ -427,10 +491,7 @@ impl Bench {
         for _ in 1..p.warmup {
             cycle(p.cycle_timeout).await?;
         }
-        let before = scrape(&fleet)?;
-        tokio::time::sleep(p.settle).await;
-        let idle = fleet.idle_memory().await?;
-        let after = scrape(&fleet)?;
+        let (idle, settled) = settle(&mut fleet, p.settle).await?;
         let apiserver_connections = fleet.connections_to(self.apiserver_port);
         let next = cycle(p.cycle_timeout).await?;
         let warm = cycle(p.cycle_timeout).await?;
@@ -446,8 +507,9 @@ impl Bench {
             off,
             idle,
             apiserver_connections,
-            suspended_modules: after.suspended_modules,
-            timers: TimerFigures::between(&before, &after),
+            suspended_modules: settled.suspended_modules,
+            timers: settled.timers,
+            cpu_seconds: settled.cpu_seconds,
             next_event_ms: next,
             warm_event_ms: warm,
         })
@@ -465,4 +527,30 @@ fn scrape(fleet: &Fleet) -> anyhow::Result<HostMetrics> {
     fleet
         .host_metrics()?
         .context("a host fleet without a metrics endpoint")
+}
+
+/// What a launch did over its settle time.
+struct Settled {
+    suspended_modules: u64,
+    timers: TimerFigures,
+    cpu_seconds: f64,
+}
+
+/// Lets `fleet` settle for `settle`, then samples its idle memory: that, and what it did
+/// meanwhile.
+async fn settle(fleet: &mut Fleet, settle: Duration) -> anyhow::Result<(Sample, Settled)> {
+    let before = scrape(fleet)?;
+    let cpu_before = fleet.cpu_time()?;
+    tokio::time::sleep(settle).await;
+    let cpu = fleet.cpu_time()?.saturating_sub(cpu_before);
+    let idle = fleet.idle_memory().await?;
+    let after = scrape(fleet)?;
+    Ok((
+        idle,
+        Settled {
+            suspended_modules: after.suspended_modules,
+            timers: TimerFigures::between(&before, &after),
+            cpu_seconds: cpu.as_secs_f64(),
+        },
+    ))
 }

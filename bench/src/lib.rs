@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod cluster;
 pub mod cold_start;
+pub mod cpu;
 pub mod fleet;
 pub mod levers;
 pub mod memory;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use kube_wasm_e2e::kubeconfig_of;
@@ -175,7 +175,9 @@ impl Bench {
                 let mut fleet = Fleet::start_host(&self.setup, &dir, |metrics| {
                     host_manifest(&self.setup, true, &entries, metrics)
                 })?;
-                wait_for_modules(&mut fleet, instances, self.params.startup_timeout).await?;
+                fleet
+                    .wait_for_modules(instances, self.params.startup_timeout)
+                    .await?;
                 fleet
             }
         };
@@ -232,23 +234,6 @@ fn start_native(
         commands.push((format!("{kind}-{i}"), command));
     }
     Fleet::start_processes(commands, dir)
-}
-
-/// Waits until the host reports `n` modules.
-async fn wait_for_modules(fleet: &mut Fleet, n: usize, timeout: Duration) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        fleet.check_alive()?;
-        let reported = fleet.host_metrics().ok().flatten().map_or(0, |m| m.modules);
-        if reported >= n as u64 {
-            return Ok(());
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the host reported {reported} of {n} modules within {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
 }
 
 #[cfg(test)]

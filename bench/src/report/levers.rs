@@ -6,6 +6,15 @@ use std::fmt::Write as _;
 use super::measured::Measured;
 use crate::levers::{Lever, LeverRun};
 
+/// An event time in ms, `–` if none was timed.
+fn ms(value: f64) -> String {
+    if value.is_nan() {
+        "–".into()
+    } else {
+        format!("{value:.1}")
+    }
+}
+
 /// A launch's mean timer lateness in ms, `–` if no timer was delivered.
 fn lateness(run: &LeverRun) -> String {
     if run.timers.delivered == 0 {
@@ -29,9 +38,10 @@ pub(super) fn section(m: &Measured) -> String {
          code released) and the one right after it. Five examples: a ConfigMap until \
          configmap-mirror's Secret is seen by the driver; ring: one ring cycle. Suspended: \
          modules suspended at the idle sample; timers: over the settle time, how late timers \
-         reached their modules on average (from falling due to delivery).\n\n\
-         | fleet | lever | idle PSS off, MiB | idle PSS on, MiB | change | suspended off / on | apiserver connections off / on | timers late off / on, ms | next event off / on, ms | event after off / on, ms |\n\
-         |---|---|---|---|---|---|---|---|---|---|\n",
+         reached their modules on average (from falling due to delivery); CPU: the host's, over \
+         the settle time. Tickers: store-readers woken every second, no event timed.\n\n\
+         | fleet | lever | idle PSS off, MiB | idle PSS on, MiB | change | suspended off / on | CPU off / on, s | apiserver connections off / on | timers late off / on, ms | next event off / on, ms | event after off / on, ms |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut fleets: Vec<&str> = Vec::new();
     for run in &m.levers {
@@ -54,20 +64,22 @@ pub(super) fn section(m: &Measured) -> String {
             let change = (on.idle.pss_kib as f64 / off.idle.pss_kib.max(1) as f64 - 1.0) * 100.0;
             let _ = writeln!(
                 s,
-                "| {fleet} | `{}` | {:.1} | {:.1} | {change:+.0} % | {} / {} | {} / {} | {} / {} | {:.1} / {:.1} | {:.1} / {:.1} |",
+                "| {fleet} | `{}` | {:.1} | {:.1} | {change:+.0} % | {} / {} | {:.2} / {:.2} | {} / {} | {} / {} | {} / {} | {} / {} |",
                 lever.setting(),
                 mib(off.idle.pss_kib),
                 mib(on.idle.pss_kib),
                 off.suspended_modules,
                 on.suspended_modules,
+                off.cpu_seconds,
+                on.cpu_seconds,
                 off.apiserver_connections,
                 on.apiserver_connections,
                 lateness(off),
                 lateness(on),
-                off.next_event_ms,
-                on.next_event_ms,
-                off.warm_event_ms,
-                on.warm_event_ms,
+                ms(off.next_event_ms),
+                ms(on.next_event_ms),
+                ms(off.warm_event_ms),
+                ms(on.warm_event_ms),
             );
         }
     }
