@@ -92,8 +92,9 @@ struct Cli {
     /// Skip the resume curve (it runs only with the wasm-suspend variant).
     #[arg(long)]
     no_resume_curve: bool,
-    /// Skip the levers (the examples and a ring in one host with every lever on, then with
-    /// `releaseIdleCode`, then `http2` off; it runs only with the wasm variant).
+    /// Skip the levers (the examples, a ring and, with wasm-suspend, 40 suspended tickers in
+    /// one host with every lever on, then with `releaseIdleCode`, `http2`, then
+    /// `suspend.betweenTimers` off; it runs only with the wasm variant).
     #[arg(long)]
     no_levers: bool,
     /// Ring controllers of the levers' ring (also with --quick).

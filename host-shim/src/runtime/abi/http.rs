@@ -111,9 +111,7 @@ async fn send_seeding(
     let headers = upstream::header_pairs(response.headers());
     let body = response.into_body();
     let sent = whole_response(status, headers, body, ctx.limits, &ctx.access.module, sink).await?;
-    if let (200, Some(body)) = (status, sent)
-        && cache.wants_seed(&key)
-    {
+    if let (200, Some(body)) = (status, sent) {
         cache.offer_seed(key, body);
     }
     Ok(())

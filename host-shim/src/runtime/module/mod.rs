@@ -347,6 +347,7 @@ impl State {
     /// When the module's planned change is due if nothing wakes it first: a resident one's
     /// suspend, a suspended one's resume ahead of its earliest timer.
     fn due_at(&self, shell: &Shell) -> Option<Instant> {
+        shell.idle.as_ref()?;
         let waits = self.host_state().ops.waits();
         match self {
             State::Resident(_) => shell.suspend_at(waits),

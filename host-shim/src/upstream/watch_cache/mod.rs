@@ -241,7 +241,7 @@ impl WatchCache {
     }
 
     /// Whether a module's list of `key` could seed a shared watch: none exists for it.
-    pub(crate) fn wants_seed(&self, key: &WatchKey) -> bool {
+    fn wants_seed(&self, key: &WatchKey) -> bool {
         !self.entries().contains_key(key)
     }
 
