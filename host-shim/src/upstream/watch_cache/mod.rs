@@ -166,14 +166,14 @@ impl Seeds {
         Some(seed)
     }
 
-    /// Drops the seeds kept before `cutoff`.
+    /// Drops the seeds kept at or before `cutoff`.
     fn expire(&mut self, cutoff: Option<Instant>) {
         let Some(cutoff) = cutoff else {
             return;
         };
         let mut freed = 0;
         self.by_key.retain(|_, seed| {
-            let keep = seed.kept >= cutoff;
+            let keep = seed.kept > cutoff;
             if !keep {
                 freed += seed.body.len();
             }
@@ -269,6 +269,15 @@ impl WatchCache {
                 kept: Instant::now(),
             },
         );
+        drop(seeds);
+        // A list no watch follows is dropped at its age, not at the next offer or take.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (cache, age) = (self.clone(), settings.seed_age);
+            runtime.spawn(async move {
+                tokio::time::sleep(age).await;
+                cache.seeds().expire(Instant::now().checked_sub(age));
+            });
+        }
     }
 
     /// Takes the seed of `key`, if one is kept and not older than the seed age.
@@ -537,8 +546,8 @@ mod tests {
 
         cache.offer_seed(key("/c"), Bytes::from_static(b"12"));
         tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(cache.seed_bytes(), 0, "dropped at its age, untouched");
         assert_eq!(cache.take_seed(&key("/c")), None, "too old");
-        assert_eq!(cache.seed_bytes(), 0);
     }
 
     #[test]
