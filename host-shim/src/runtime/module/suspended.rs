@@ -55,7 +55,7 @@ pub(super) async fn suspend(
         Err(why) => {
             tracing::debug!("module `{name}` stays resident: {why}");
             metrics.suspend_failed(&name);
-            idle.threshold.suspend_failed();
+            idle.threshold.suspend_failed(Instant::now());
             return Suspend::Resident(running);
         }
     };
@@ -102,7 +102,7 @@ pub(super) async fn suspend(
         Ok(Err((store, why))) => {
             metrics.suspend_failed(&name);
             let next = shell.idle.as_mut().map(|idle| {
-                idle.threshold.suspend_failed();
+                idle.threshold.suspend_failed(Instant::now());
                 idle.threshold.current()
             });
             tracing::warn!(

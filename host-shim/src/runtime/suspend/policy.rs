@@ -57,12 +57,15 @@ impl SuspendPolicy {
 ///   the threshold doubles (up to [`SuspendPolicy::MAX_FACTOR`] × `idle_after`);
 /// - stayed suspended longer than its threshold: it really is idle, so the threshold halves
 ///   back towards `idle_after`;
-/// - a snapshot that could not be written doubles it too, so a failing disk is not retried
-///   after every idle period.
+/// - a snapshot that could not be written doubles it too, and the next attempt waits that
+///   long, so a failing disk is not retried after every idle period (nor at once, for a
+///   module idle far longer than its threshold).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdleThreshold {
     policy: SuspendPolicy,
     current: Duration,
+    /// After a snapshot that could not be written: no new attempt before this.
+    not_before: Option<Instant>,
 }
 
 impl IdleThreshold {
@@ -71,6 +74,7 @@ impl IdleThreshold {
         Self {
             policy,
             current: policy.idle_after,
+            not_before: None,
         }
     }
 
@@ -93,7 +97,8 @@ impl IdleThreshold {
     ///   message): deliveries of its timers, and of answers to its own requests, do not make
     ///   a module busy;
     /// - otherwise (an answer is due), its threshold after its last entry `last_entry`;
-    /// - never earlier than `now`, and only if its earliest timer falls due at least the
+    /// - never earlier than `now` (nor, after a snapshot that could not be written, than the
+    ///   threshold after that), and only if its earliest timer falls due at least the
     ///   [timer gap](Self::timer_gap) after that: a module is not suspended just before a
     ///   timer wakes it.
     ///
@@ -106,8 +111,11 @@ impl IdleThreshold {
         last_unforeseen: Instant,
         waits: Waits,
     ) -> Option<Instant> {
+        let now = self
+            .not_before
+            .map_or(now, |not_before| not_before.max(now));
         if !self.policy.between_timers {
-            return last_entry.checked_add(self.current);
+            return last_entry.checked_add(self.current).map(|at| at.max(now));
         }
         let idle_since = if waits.only_standing {
             last_unforeseen
@@ -141,9 +149,11 @@ impl IdleThreshold {
         }
     }
 
-    /// Records a snapshot that could not be written (the module stayed resident).
-    pub fn suspend_failed(&mut self) {
+    /// Records a snapshot that could not be written at `now` (the module stayed resident):
+    /// the threshold grows, and the next attempt waits that long.
+    pub fn suspend_failed(&mut self, now: Instant) {
         self.grow();
+        self.not_before = now.checked_add(self.current);
     }
 
     fn grow(&mut self) {
@@ -351,13 +361,34 @@ mod tests {
     #[test]
     fn failed_snapshots_back_off() {
         let mut t = IdleThreshold::new(SuspendPolicy::after(S));
-        t.suspend_failed();
-        t.suspend_failed();
+        let t0 = Instant::now();
+        t.suspend_failed(t0);
+        t.suspend_failed(t0);
         assert_eq!(t.current(), 4 * S);
         for _ in 0..10 {
-            t.suspend_failed();
+            t.suspend_failed(t0);
         }
         assert_eq!(t.current(), 16 * S);
+    }
+
+    #[test]
+    fn after_a_failed_snapshot_the_next_attempt_waits_the_threshold() {
+        // Idle for an hour since its last event, ticking: without the wait, every loop turn
+        // would try (and fail) again at once.
+        for between_timers in [true, false] {
+            let mut t = IdleThreshold::new(SuspendPolicy::after(S).between_timers(between_timers));
+            let t0 = Instant::now();
+            let now = t0 + 3600 * S;
+            assert_eq!(t.suspend_at(now, t0, t0, waits(true, None)), Some(now));
+            t.suspend_failed(now);
+            assert_eq!(
+                t.suspend_at(now, t0, t0, waits(true, None)),
+                Some(now + 2 * S),
+                "between timers: {between_timers}"
+            );
+            let later = now + 5 * S;
+            assert_eq!(t.suspend_at(later, t0, t0, waits(true, None)), Some(later));
+        }
     }
 
     #[test]
