@@ -26,7 +26,7 @@ use wasmtime::{Caller, Linker};
 
 use super::op::{read_frame, start_op};
 use super::op_to_wasm;
-use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole, whole_response};
+use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole};
 use super::shared_watch::{self, Served};
 use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::runtime::state::{HostState, OpContext};
@@ -78,46 +78,23 @@ fn http_request(mut caller: Caller<'_, HostState>, ptr: i32, len: i32) -> wasmti
                 (None, Some((cache, SharedList::Cached(key)))) => {
                     let subscription = cache.subscribe(&key, &ctx.upstream, None);
                     match shared_watch::list(subscription, &sink).await? {
-                        Served::Upstream => send_request(&ctx, request, mode, &sink).await,
+                        Served::Upstream => send_request(&ctx, request, mode, None, &sink).await,
                         Served::Done => Ok(()),
                     }
                 }
                 (None, Some((cache, SharedList::Consistent(key)))) => {
-                    send_seeding(&ctx, request, (cache, key), &sink).await
+                    send_request(&ctx, request, mode, Some((cache, key)), &sink).await
                 }
-                (None, None) => send_request(&ctx, request, mode, &sink).await,
+                (None, None) => send_request(&ctx, request, mode, None, &sink).await,
             }
         },
     )?;
     Ok(op_to_wasm(started.id))
 }
 
-/// Sends a module's consistent list of `key` upstream (in `whole` mode) as
-/// [`send_request`] does, and offers its complete `200` answer to `cache` as the seed of the
-/// shared watch of `key` (when the cache has none: the body is then kept a little longer).
-///
-/// # Errors
-/// [`ModuleGone`] if the module ended meanwhile.
-async fn send_seeding(
-    ctx: &OpContext,
-    request: Result<http::Request<Body>, OpError>,
-    (cache, key): (WatchCache, WatchKey),
-    sink: &CompletionSink,
-) -> Result<(), ModuleGone> {
-    let Some(response) = send_upstream(ctx, request, sink).await? else {
-        return Ok(());
-    };
-    let status = response.status().as_u16();
-    let headers = upstream::header_pairs(response.headers());
-    let body = response.into_body();
-    let sent = whole_response(status, headers, body, ctx.limits, &ctx.access.module, sink).await?;
-    if let (200, Some(body)) = (status, sent) {
-        cache.offer_seed(key, body);
-    }
-    Ok(())
-}
-
 /// Sends one request upstream, as the module of `ctx`, and its answer's completions to `sink`.
+/// With `seed` (a module's consistent list of that key, in `whole` mode), a complete `200`
+/// answer is offered to the cache as the seed of the key's shared watch.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
@@ -125,17 +102,27 @@ pub async fn send_request(
     ctx: &OpContext,
     request: Result<http::Request<Body>, OpError>,
     mode: ResponseMode,
+    seed: Option<(WatchCache, WatchKey)>,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
     let limits = ctx.limits;
-    let Some(response) = send_upstream(ctx, request, sink).await? else {
-        return Ok(());
+    let response = match request {
+        Ok(request) => {
+            ctx.upstream
+                .send_within(request, limits.request_timeout)
+                .await
+        }
+        Err(err) => Err(err),
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(err) => return sink.send(&Completion::Error(err), b"").await,
     };
     let status = response.status();
     let headers = upstream::header_pairs(response.headers());
     let body = response.into_body();
     if mode == ResponseMode::Whole || !status.is_success() {
-        return send_whole(
+        let sent = send_whole(
             status.as_u16(),
             headers,
             body,
@@ -143,7 +130,11 @@ pub async fn send_request(
             &ctx.access.module,
             sink,
         )
-        .await;
+        .await?;
+        if let (200, Some(body), Some((cache, key))) = (status.as_u16(), sent, seed) {
+            cache.offer_seed(key, body);
+        }
+        return Ok(());
     }
     send_head_and_lines(
         status.as_u16(),
@@ -154,28 +145,4 @@ pub async fn send_request(
         LinePolicy::KeepBlank,
     )
     .await
-}
-
-/// Sends `request` upstream within the request timeout: its response, or `None` once the
-/// `error` completion saying why there is none was sent to `sink`.
-///
-/// # Errors
-/// [`ModuleGone`] if the module ended meanwhile.
-async fn send_upstream(
-    ctx: &OpContext,
-    request: Result<http::Request<Body>, OpError>,
-    sink: &CompletionSink,
-) -> Result<Option<http::Response<Body>>, ModuleGone> {
-    let response = match request {
-        Ok(request) => {
-            ctx.upstream
-                .send_within(request, ctx.limits.request_timeout)
-                .await
-        }
-        Err(err) => Err(err),
-    };
-    match response {
-        Ok(response) => Ok(Some(response)),
-        Err(err) => sink.send(&Completion::Error(err), b"").await.map(|()| None),
-    }
 }

@@ -39,28 +39,12 @@ pub async fn send_denied(
 /// exceeds [`OpLimits::max_body_bytes`]). The body is collected against the module's
 /// buffered-bytes budget and holds it until the guest takes it; a body that does not fit is
 /// dropped and answered with a `429` (see [`QuotaExceeded::too_many_requests`]), as the API
-/// server answers a client it has no room for.
+/// server answers a client it has no room for. Returns the body the module was sent, if it
+/// was.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
 pub async fn send_whole(
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Body,
-    limits: OpLimits,
-    module: &str,
-    sink: &CompletionSink,
-) -> Result<(), ModuleGone> {
-    whole_response(status, headers, body, limits, module, sink)
-        .await
-        .map(drop)
-}
-
-/// [`send_whole`], returning the body the module was sent, if it was.
-///
-/// # Errors
-/// [`ModuleGone`] if the module ended meanwhile.
-pub async fn whole_response(
     status: u16,
     headers: Vec<(String, String)>,
     body: Body,

@@ -114,7 +114,8 @@ pub async fn run_watch(
             &ctx.access.module,
             sink,
         ))
-        .await;
+        .await
+        .map(drop);
     }
     tracing::debug!(op = sink.op(), path = %request.path, "watch started");
     let _open = ctx.metrics.watch_opened();

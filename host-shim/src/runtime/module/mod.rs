@@ -269,11 +269,7 @@ async fn live(
                 let mut running = match state {
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
-                        let planned = kind == OpKind::Delay
-                            && shell
-                                .idle
-                                .as_ref()
-                                .is_some_and(|idle| idle.threshold.between_timers());
+                        let planned = kind == OpKind::Delay && shell.between_timers();
                         match Box::pin(suspended.resume(cx, pre, &mut shell, planned)).await {
                             Ok(resumed) => resumed,
                             Err(outcome) => return outcome,

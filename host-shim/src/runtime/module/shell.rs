@@ -110,14 +110,22 @@ impl Shell {
         }
     }
 
+    /// Whether the module may be suspended, between its timers too (see
+    /// [`SuspendPolicy::between_timers`](crate::runtime::suspend::SuspendPolicy::between_timers)).
+    pub(super) fn between_timers(&self) -> bool {
+        self.idle
+            .as_ref()
+            .is_some_and(|idle| idle.threshold.between_timers())
+    }
+
     /// When a suspended module whose ops wait as `waits` says is resumed if nothing wakes it
     /// first: just ahead of its earliest timer (see [`ResumeAhead`]); `None` without a timer,
     /// or if its policy does not suspend it between timers.
     pub(super) fn resume_at(&self, waits: Waits) -> Option<Instant> {
-        let idle = self
-            .idle
-            .as_ref()
-            .filter(|idle| idle.threshold.between_timers())?;
+        if !self.between_timers() {
+            return None;
+        }
+        let idle = self.idle.as_ref()?;
         let due = waits.next_timer?;
         Some(idle.ahead.resume_at(due, idle.threshold.timer_gap()))
     }
