@@ -89,6 +89,9 @@ pub struct Setup {
     /// Whether suspended modules are suspended between their timers and resumed ahead of
     /// them (a module's `suspend.betweenTimers`, on in the host by default).
     pub suspend_between_timers: bool,
+    /// Whether shared watches release the history every live watch has taken after a few
+    /// seconds (the manifest's `releaseReadHistory`, on in the host by default).
+    pub release_read_history: bool,
 }
 
 impl Setup {
@@ -158,7 +161,8 @@ pub fn host_manifest(
     metrics: SocketAddr,
 ) -> String {
     let settings = format!(
-        "sharedWatches: {shared_watches}\nreleaseIdleCode: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
+        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleCode: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
+        setup.release_read_history,
         setup.release_idle_code,
         setup.compile_in_child,
         setup.http2,
@@ -514,6 +518,7 @@ mod tests {
             module_cache: "/c".into(),
             suspend_idle_after: "2s".into(),
             suspend_between_timers: true,
+            release_read_history: true,
             release_idle_code: true,
             compile_in_child: true,
             http2: true,
@@ -534,9 +539,11 @@ mod tests {
         let shared = manifest(&setup, Variant::Wasm, &links, addr);
         assert!(shared.contains("sharedWatches: true"), "{shared}");
         assert!(shared.contains("releaseIdleCode: true"), "{shared}");
+        assert!(shared.contains("releaseReadHistory: true"), "{shared}");
         assert!(shared.contains("compileInChild: true"), "{shared}");
         assert!(shared.contains("http2: true"), "{shared}");
         let kept = Setup {
+            release_read_history: false,
             release_idle_code: false,
             compile_in_child: false,
             http2: false,
@@ -544,6 +551,7 @@ mod tests {
         };
         let kept = manifest(&kept, Variant::Wasm, &links, addr);
         assert!(kept.contains("releaseIdleCode: false"), "{kept}");
+        assert!(kept.contains("releaseReadHistory: false"), "{kept}");
         assert!(kept.contains("compileInChild: false"), "{kept}");
         assert!(kept.contains("http2: false"), "{kept}");
         assert!(

@@ -3,7 +3,9 @@
 //! - `releaseIdleCode`: the host releases the compiled code of modules no instance runs;
 //! - `http2`: requests and watches of every module share HTTP/2 connections;
 //! - `suspend.betweenTimers`: suspended modules are suspended between their timers too and
-//!   resumed ahead of them (measured on the suspended examples only: the ring has no timer).
+//!   resumed ahead of them (measured on the suspended examples only: the ring has no timer);
+//! - `releaseReadHistory`: a shared watch keeps the events every live watch has taken for 5 s,
+//!   not for the 75 s of history (the ring's cycles leave that history behind).
 //!
 //! Each launch settles, samples its idle memory and counts the host's TCP connections to the
 //! apiserver, then times the next event (the first after the code was released) and the one
@@ -50,11 +52,18 @@ pub enum Lever {
     Http2,
     /// A suspended module's `suspend.betweenTimers`.
     BetweenTimers,
+    /// `releaseReadHistory`.
+    ReleaseReadHistory,
 }
 
 impl Lever {
     /// Every lever, in report order.
-    pub const ALL: [Lever; 3] = [Lever::ReleaseIdleCode, Lever::Http2, Lever::BetweenTimers];
+    pub const ALL: [Lever; 4] = [
+        Lever::ReleaseIdleCode,
+        Lever::Http2,
+        Lever::BetweenTimers,
+        Lever::ReleaseReadHistory,
+    ];
 
     /// Its manifest setting.
     pub fn setting(self) -> &'static str {
@@ -62,6 +71,7 @@ impl Lever {
             Lever::ReleaseIdleCode => "releaseIdleCode",
             Lever::Http2 => "http2",
             Lever::BetweenTimers => "suspend.betweenTimers",
+            Lever::ReleaseReadHistory => "releaseReadHistory",
         }
     }
 
@@ -69,7 +79,7 @@ impl Lever {
     /// timers (`timers`): `betweenTimers` only matters to suspended modules with timers.
     pub fn matters_to(self, suspended: bool, timers: bool) -> bool {
         match self {
-            Lever::ReleaseIdleCode | Lever::Http2 => true,
+            Lever::ReleaseIdleCode | Lever::Http2 | Lever::ReleaseReadHistory => true,
             Lever::BetweenTimers => suspended && timers,
         }
     }
@@ -87,6 +97,10 @@ impl Lever {
             },
             Lever::BetweenTimers => Setup {
                 suspend_between_timers: false,
+                ..setup.clone()
+            },
+            Lever::ReleaseReadHistory => Setup {
+                release_read_history: false,
                 ..setup.clone()
             },
         }

@@ -190,6 +190,7 @@ async fn main() -> anyhow::Result<()> {
         compile_in_child: true,
         http2: true,
         suspend_between_timers: true,
+        release_read_history: true,
     };
     let mut context = machine_context();
     context.push((

@@ -25,13 +25,15 @@
 //!   and the HTTP endpoint of the host's metrics.
 //!
 //! Beneath all three: the host's [`metrics`] (recorded by the runtime and the watch cache,
-//! served by the fleet) and the restart [`backoff`] (of modules and of shared watches).
+//! served by the fleet), the restart [`backoff`] (of modules and of shared watches) and the
+//! [`heap`] trims after what frees in bursts (suspends, released watch history).
 //!
 //! An embedder needs [`Host`], [`Settings`], [`LoadedModule`], [`ModuleOptions`],
 //! [`Supervisor`], [`StopHandle`] and [`Upstream`], re-exported here.
 
 pub mod backoff;
 pub mod fleet;
+pub mod heap;
 pub mod metrics;
 pub mod runtime;
 pub mod upstream;

@@ -444,6 +444,80 @@ async fn events_leave_the_history_at_its_age() {
     );
 }
 
+/// One module watches from 41 and takes 42 and 43; another resumes from 42 two seconds later.
+/// With a grace of 200 ms the events every live watch took have left the cache's history, but
+/// not the API server's: the late watch goes upstream, from 42, and gets 43 from there, not a
+/// `410`. Without releasing (`releaseReadHistory: false`), the cache serves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_from_released_history_is_served_by_the_api_server() {
+    let late_resume = async |history_grace: Option<Duration>| {
+        let closed = Arc::new(AtomicBool::new(false));
+        let (client, seen) = fake_client(move |req| {
+            let from_42 = req
+                .uri
+                .query()
+                .is_some_and(|q| q.contains("resourceVersion=42"));
+            match (is_watch(req), from_42) {
+                (true, true) => Reply::ok(format!("{}\n", event("MODIFIED", "a", 43)).as_bytes()),
+                (true, false) => {
+                    let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
+                    Reply::new(
+                        200,
+                        vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
+                    )
+                    .hanging(closed.clone())
+                }
+                (false, _) => Reply::ok(&list_body(41, &["a"])),
+            }
+        });
+        let (mut settings, buffer) = test_settings();
+        settings.shared_watches = Some(CacheSettings {
+            linger: Duration::from_secs(10),
+            history_grace,
+            ..CacheSettings::default()
+        });
+        let run = run_guests_on(
+            Upstream::new(client, "https://fake.invalid"),
+            (settings, buffer),
+            &[
+                ("early", watch_guest(&watch_from("41", Some(1)))),
+                ("late", late_watch_guest(&watch_from("42", Some(1)), 2000)),
+            ],
+        )
+        .await;
+        assert_eq!(
+            events_of(&run, "early"),
+            ["head", "ADDED b 42", "MODIFIED a 43", r#"{"kind":"end"}"#]
+        );
+        assert_eq!(
+            events_of(&run, "late"),
+            ["head", "MODIFIED a 43", r#"{"kind":"end"}"#],
+            "{}",
+            run.output
+        );
+        let watches_from: Vec<String> = seen
+            .lock()
+            .expect("log")
+            .iter()
+            .filter(|r| is_watch(r))
+            .filter_map(|r| {
+                let query = r.uri.query()?;
+                let rv = query
+                    .split('&')
+                    .find_map(|p| p.strip_prefix("resourceVersion="))?;
+                Some(rv.to_owned())
+            })
+            .collect();
+        watches_from
+    };
+    assert_eq!(
+        late_resume(Some(Duration::from_millis(200))).await,
+        ["41", "42"],
+        "the informer's watch, then the late module's own"
+    );
+    assert_eq!(late_resume(None).await, ["41"], "served from the history");
+}
+
 /// A guest doing what kube-runtime's watcher does: a consistent list of the collection
 /// (`labelSelector=app=ring`, `limit=500`, no resourceVersion), then, once it is answered
 /// (op 1), a watch from `watch_from`. Records every completion.

@@ -8,6 +8,9 @@
 //! metricsAddr: 127.0.0.1:9090        # optional: serve Prometheus metrics at /metrics
 //! sharedWatches: true                # optional, default true: identical watches of modules
 //!                                    #   share one upstream LIST+WATCH (see `watch_cache`)
+//! releaseReadHistory: true           # optional, default true: a shared watch keeps an event
+//!                                    #   every live watch has taken for 5 s, not 75 s; a
+//!                                    #   later resume from before it goes to the API server
 //! releaseIdleCode: true              # optional, default true: a module's compiled code
 //!                                    #   leaves memory while no instance runs it (see
 //!                                    #   `idle_code`)
@@ -100,6 +103,11 @@ pub struct Manifest {
     /// Whether identical watches share one upstream LIST+WATCH (`sharedWatches`, default
     /// true).
     pub shared_watches: bool,
+    /// Whether a shared watch releases the events every live watch has taken after
+    /// [`CacheSettings::HISTORY_GRACE`](crate::upstream::watch_cache::CacheSettings::HISTORY_GRACE)
+    /// rather than keeping them for the whole history age (`releaseReadHistory`, default
+    /// true; see [`crate::upstream::watch_cache::store`]).
+    pub release_read_history: bool,
     /// Whether the resident pages of a module's compiled code are released while no instance
     /// runs it (`releaseIdleCode`, default true; see [`crate::runtime::idle_code`]).
     pub release_idle_code: bool,
@@ -171,6 +179,7 @@ struct RawManifest {
     stop_timeout: Option<String>,
     metrics_addr: Option<String>,
     shared_watches: Option<bool>,
+    release_read_history: Option<bool>,
     release_idle_code: Option<bool>,
     compile_in_child: Option<bool>,
     http2: Option<bool>,
@@ -337,6 +346,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         stop_timeout,
         metrics_addr,
         shared_watches: raw.shared_watches.unwrap_or(true),
+        release_read_history: raw.release_read_history.unwrap_or(true),
         release_idle_code: raw.release_idle_code.unwrap_or(true),
         compile_in_child: raw.compile_in_child.unwrap_or(true),
         http2,
@@ -455,6 +465,7 @@ entryDeadline: 2s
 stopTimeout: 3s
 metricsAddr: "127.0.0.1:9090"
 sharedWatches: false
+releaseReadHistory: false
 releaseIdleCode: false
 compileInChild: false
 http2MaxStreams: 7
@@ -482,6 +493,7 @@ modules:
             Some("127.0.0.1:9090".parse().expect("an address"))
         );
         assert!(!manifest.shared_watches);
+        assert!(!manifest.release_read_history);
         assert!(!manifest.release_idle_code);
         assert!(!manifest.compile_in_child);
         assert_eq!(

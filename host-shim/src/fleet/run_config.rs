@@ -159,7 +159,12 @@ impl RunConfig {
             shared_watches: args
                 .shared_watches
                 .unwrap_or(manifest.is_none_or(|m| m.shared_watches))
-                .then(CacheSettings::default),
+                .then(|| CacheSettings {
+                    history_grace: manifest
+                        .is_none_or(|m| m.release_read_history)
+                        .then_some(CacheSettings::HISTORY_GRACE),
+                    ..CacheSettings::default()
+                }),
             suspend_dir: args
                 .suspend_dir
                 .or_else(|| manifest.and_then(|m| m.suspend_dir.clone())),
@@ -342,14 +347,30 @@ modules:
     }
 
     #[test]
+    fn release_read_history_false_keeps_the_whole_history_age() {
+        let mut manifest = manifest("read-history");
+        manifest.shared_watches = true;
+        manifest.release_read_history = false;
+        let config = RunConfig::resolve(args(&["--manifest=/m/host.yaml"]), Some(manifest));
+        let cache = config.settings.shared_watches.expect("shared");
+        assert_eq!(cache.history_grace, None);
+        assert_eq!(cache.history_age, CacheSettings::default().history_age);
+    }
+
+    #[test]
     fn without_either_the_defaults_hold() {
         let config = RunConfig::resolve(args(&["/x/mirror.wasm", "/y/mirror.wasm"]), None);
         let defaults = Settings::default();
         assert_eq!(config.stop_timeout, Duration::from_secs(DEFAULT_STOP_SECS));
         assert_eq!(config.metrics_addr, None);
-        assert!(
-            config.settings.shared_watches.is_some(),
-            "shared unless told not to"
+        assert_eq!(
+            config.settings.shared_watches,
+            Some(CacheSettings::default()),
+            "shared, releasing read history, unless told not to"
+        );
+        assert_eq!(
+            CacheSettings::default().history_grace,
+            Some(CacheSettings::HISTORY_GRACE)
         );
         assert_eq!(config.settings.suspend_dir, None);
         assert_eq!(

@@ -9,7 +9,8 @@ use tokio::time::Instant;
 
 use crate::runtime::ops::{CompletionSink, ModuleGone};
 use crate::upstream::watch_cache::event::{bookmark_line, too_old_line};
-use crate::upstream::watch_cache::{Phase, StartAt, Subscription};
+use crate::upstream::watch_cache::store::NotHeld;
+use crate::upstream::watch_cache::{Phase, Reader, StartAt, Subscription};
 
 /// kube-apiserver sends a watcher that asked for bookmarks one this long before its timeout.
 const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -19,7 +20,8 @@ const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
 pub enum Served {
     /// Answered from the cache (completely, final completion included).
     Done,
-    /// The collection is not shared (its LIST was refused): send the request upstream.
+    /// The collection is not shared (its LIST was refused), or the watch resumes from events
+    /// the cache has released (the API server still holds them): send the request upstream.
     Upstream,
 }
 
@@ -47,7 +49,8 @@ async fn ready(subscription: &Subscription, sink: &CompletionSink) -> Option<Ser
 }
 
 /// Serves a module's `watch` op from the shared watch: `head`, then the events after
-/// `start` (or `410 Expired` and `end`), then new events as they come, a bookmark 2 s before
+/// `start` (or `410 Expired` and `end`; or [`Served::Upstream`] if the cache released them
+/// but the API server still holds them), then new events as they come, a bookmark 2 s before
 /// the watch's timeout if it asked for bookmarks, and `end` at the timeout or when the cache
 /// is rebuilt (the module resumes as from any closed watch).
 ///
@@ -79,7 +82,7 @@ pub(crate) async fn watch(
     changes.borrow_and_update();
 
     let snapshot = {
-        let state = shared.lock();
+        let mut state = shared.lock();
         let generation = state.generation;
         let item_type = state.store.item_type().cloned();
         match start {
@@ -89,18 +92,29 @@ pub(crate) async fn watch(
                 (events.iter().map(|e| e.line.clone()).collect(), cursor)
             }),
         }
-        .map(|(initial, cursor)| (generation, initial, cursor, item_type))
+        .map(|(initial, cursor)| {
+            let reader = Reader::new(shared, &mut state, cursor);
+            (generation, initial, cursor, item_type, reader)
+        })
     };
-    let (generation, initial, mut cursor, item_type): (u64, Vec<_>, u64, _) = match snapshot {
-        Ok(snapshot) => snapshot,
-        Err(too_old) => {
-            sink.send(&ok_head(), b"").await?;
-            let line = too_old_line(too_old.asked, too_old.oldest);
-            sink.send(&Completion::WatchEvent {}, &line).await?;
-            sink.send(&Completion::End {}, b"").await?;
-            return Ok(Served::Done);
-        }
-    };
+    let (generation, initial, mut cursor, item_type, reader): (u64, Vec<_>, u64, _, _) =
+        match snapshot {
+            Ok(snapshot) => snapshot,
+            Err(NotHeld::Released) => {
+                tracing::debug!(
+                    op = sink.op(),
+                    "a watch resumes from before the shared history; sending it upstream"
+                );
+                return Ok(Served::Upstream);
+            }
+            Err(NotHeld::Expired(too_old)) => {
+                sink.send(&ok_head(), b"").await?;
+                let line = too_old_line(too_old.asked, too_old.oldest);
+                sink.send(&Completion::WatchEvent {}, &line).await?;
+                sink.send(&Completion::End {}, b"").await?;
+                return Ok(Served::Done);
+            }
+        };
     let started_at = match start {
         StartAt::After(rv) => rv,
         StartAt::Now => cursor,
@@ -122,12 +136,17 @@ pub(crate) async fn watch(
         }
         changes.borrow_and_update();
         let batch = {
-            let state = shared.lock();
+            let mut state = shared.lock();
             if state.generation != generation {
                 break;
             }
             match state.store.since(cursor) {
-                Ok(events) => Some((events, state.store.resource_version())),
+                Ok(events) => {
+                    if let Some(last) = events.last() {
+                        reader.read_to(&mut state, last.resource_version);
+                    }
+                    Some((events, state.store.resource_version()))
+                }
                 Err(_) => None,
             }
         };

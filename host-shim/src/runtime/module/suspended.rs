@@ -77,7 +77,9 @@ pub(super) async fn suspend(
             // Dropping the store here releases the instance and its memory.
             Ok(snapshot) => {
                 let state = store.into_data();
-                return_freed_heap();
+                // The instance's allocations (its `VMContext`, tens of KiB) are free now, and
+                // would stay resident between the host state of the modules still there.
+                crate::heap::trim();
                 Ok((state, snapshot))
             }
             Err(why) => Err((store, why)),
@@ -118,19 +120,6 @@ pub(super) async fn suspend(
         Err(join) => Suspend::Lost(ModuleOutcome::Failed(ModuleError::Internal(format!(
             "the snapshot task failed: {join}"
         )))),
-    }
-}
-
-/// Hands the free pages inside malloc's heap back to the kernel (glibc's `malloc_trim`,
-/// which also releases free space in the middle of the heap, not only at its top). Called on
-/// the blocking thread of a suspend, after the store is dropped: the instance's own
-/// allocations (its `VMContext`, tens of KiB) are freed then, but otherwise stay resident as
-/// free space between the host state of the modules that are still there.
-fn return_freed_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks and releases malloc's own free chunks.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

@@ -65,6 +65,12 @@ pub struct CacheSettings {
     /// How long an event stays in the history (kube-apiserver's watch cache keeps 75 s of
     /// events fresh; older ones are kept there only while its capacity has room).
     pub history_age: Duration,
+    /// How long an event every live watch of its store has taken stays in the history
+    /// (`releaseReadHistory`); `None`: for the whole history age. Once released, a watch
+    /// resuming from before it is sent to the API server, which still holds the events
+    /// for the history age (see [`store`]). It covers the gap of a watcher that resumes at
+    /// once (a watch's timeout, a reconnect).
+    pub history_grace: Option<Duration>,
     /// How long an informer without subscribers keeps its upstream watch.
     pub linger: Duration,
     /// Most informers without subscribers kept at once (lingering); past it an informer
@@ -78,12 +84,18 @@ pub struct CacheSettings {
     pub seed_bytes: usize,
 }
 
+impl CacheSettings {
+    /// The default [`history_grace`](Self::history_grace): 5 s.
+    pub const HISTORY_GRACE: Duration = Duration::from_secs(5);
+}
+
 impl Default for CacheSettings {
     fn default() -> Self {
         Self {
             history_events: 1024,
             history_bytes: 64 * 1024 * 1024,
             history_age: Duration::from_secs(75),
+            history_grace: Some(Self::HISTORY_GRACE),
             linger: Duration::from_secs(30),
             max_lingering: 64,
             seed_age: Duration::from_secs(10),
@@ -392,20 +404,40 @@ impl WatchCache {
         self.inner.history_bytes.fetch_sub(bytes, Ordering::SeqCst);
     }
 
-    /// Drops the events of `store` older than the history age, and forgets their bytes.
+    /// Drops the events of `store` older than the history age, releases those older than
+    /// the grace that every reader has taken, forgets their bytes and asks for a heap trim
+    /// (see [`crate::heap`]).
     pub(crate) fn expire_history(&self, store: &mut Store) {
-        let cutoff = Instant::now().checked_sub(self.inner.settings.history_age);
-        if let Some(cutoff) = cutoff {
-            let freed = store.evict_received_before(cutoff);
+        let now = Instant::now();
+        let settings = &self.inner.settings;
+        let mut freed = 0;
+        if let Some(cutoff) = now.checked_sub(settings.history_age) {
+            freed += store.evict_received_before(cutoff);
+        }
+        if let Some(cutoff) = settings.history_grace.and_then(|g| now.checked_sub(g)) {
+            freed += store.release_read_before(cutoff);
+        }
+        if freed > 0 {
             self.release_history(freed);
+            crate::heap::trim_soon();
         }
     }
 
-    /// When the oldest event of `store` reaches the history age, if it holds any.
+    /// When [`expire_history`](Self::expire_history) should next run for `store`, if it
+    /// holds events: when its oldest reaches the history age or the grace, and while a reader
+    /// has not taken it, a grace after the last release.
     pub(crate) fn history_expiry(&self, store: &Store) -> Option<Instant> {
-        store
-            .oldest_received()
-            .map(|received| received + self.inner.settings.history_age)
+        let settings = &self.inner.settings;
+        let received = store.oldest_received()?;
+        let expiry = received + settings.history_age;
+        let Some(grace) = settings.history_grace else {
+            return Some(expiry);
+        };
+        let release = match store.last_release() {
+            Some(last) if !store.oldest_is_read() => (last + grace).max(received + grace),
+            _ => received + grace,
+        };
+        Some(expiry.min(release))
     }
 
     pub(crate) fn limits(&self) -> OpLimits {
@@ -431,6 +463,36 @@ impl WatchCache {
             totals.bytes += size.bytes;
         }
         totals
+    }
+}
+
+/// A live watch's place among the readers of its store (see [`store`]): the events after
+/// its cursor are not released while it exists. Dropping it (the watch ended) forgets it;
+/// not while its store is locked.
+pub(crate) struct Reader {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Reader {
+    /// Registers a watch of `shared` (whose `state` the caller holds locked) that has taken
+    /// every event up to `cursor`.
+    pub(crate) fn new(shared: &Arc<Shared>, state: &mut State, cursor: u64) -> Self {
+        Self {
+            shared: shared.clone(),
+            id: state.store.add_reader(cursor),
+        }
+    }
+
+    /// Records that the watch has taken every event up to `cursor`.
+    pub(crate) fn read_to(&self, state: &mut State, cursor: u64) {
+        state.store.read_to(self.id, cursor);
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.shared.lock().store.remove_reader(self.id);
     }
 }
 

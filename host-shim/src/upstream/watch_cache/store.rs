@@ -14,6 +14,12 @@
 //! Events leave the history by count (the capacity), by the bytes budget of all histories,
 //! and by age ([`Store::evict_received_before`]): kube-apiserver keeps 75 s of events fresh,
 //! and a module resuming from an evicted point relists from the store, as from the API server.
+//!
+//! They may also be *released* early ([`Store::release_read_before`]): an event every live
+//! watch of the store (a *reader*) has taken is only kept for watches that resume later from
+//! an older point. A watch resuming from a released point is [`NotHeld::Released`]: the API
+//! server still holds those events (its watch cache keeps them 75 s), so that one watch is
+//! sent there instead of being told `410`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -32,6 +38,17 @@ pub struct CachedEvent {
     pub line: Bytes,
     /// When the host received it.
     pub received: Instant,
+}
+
+/// Why the history cannot serve a watch from a resourceVersion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotHeld {
+    /// Its events left by age, count or bytes, as they leave kube-apiserver's watch cache:
+    /// `410 Expired`.
+    Expired(TooOld),
+    /// Its events were released early (every reader had taken them) but are younger than the
+    /// history age: the API server still serves them.
+    Released,
 }
 
 /// A watch from a resourceVersion the history no longer covers (`410 Expired`).
@@ -66,8 +83,17 @@ pub struct Store {
     capacity: usize,
     /// The resourceVersion of the LIST the store was last built from.
     list_rv: u64,
-    /// The resourceVersion of the newest event evicted from the history since that LIST.
+    /// The resourceVersion of the newest event evicted or released from the history since
+    /// that LIST.
     evicted_through: Option<u64>,
+    /// The resourceVersion of the newest event evicted (by age, count or bytes, not
+    /// released) since that LIST.
+    expired_through: Option<u64>,
+    /// Each live watch's cursor, by reader id: it has taken every event up to it.
+    readers: BTreeMap<u64, u64>,
+    next_reader: u64,
+    /// When [`release_read_before`](Self::release_read_before) last ran.
+    last_release: Option<Instant>,
     /// The newest resourceVersion seen (LIST, event or bookmark).
     rv: u64,
     item_type: Option<TypeMeta>,
@@ -85,6 +111,10 @@ impl Store {
             capacity: capacity.max(1),
             list_rv: 0,
             evicted_through: None,
+            expired_through: None,
+            readers: BTreeMap::new(),
+            next_reader: 0,
+            last_release: None,
             rv: 0,
             item_type: None,
             list_type: None,
@@ -92,7 +122,7 @@ impl Store {
     }
 
     /// Replaces everything with the result of a LIST: the history starts empty at its
-    /// resourceVersion.
+    /// resourceVersion. Readers stay registered until their watches end.
     pub fn reset(&mut self, list: ParsedList) {
         self.objects.clear();
         self.object_bytes = 0;
@@ -100,11 +130,12 @@ impl Store {
             self.object_bytes += item.json.len();
             self.objects.insert(item.key.clone(), item);
         }
-        self.history.clear();
+        self.history = VecDeque::new();
         self.history_bytes = 0;
         self.list_rv = list.resource_version;
         self.rv = list.resource_version;
         self.evicted_through = None;
+        self.expired_through = None;
         self.item_type = Some(list.item_type);
         self.list_type = Some(list.list_type);
     }
@@ -156,14 +187,26 @@ impl Store {
 
     /// Drops the oldest event of the history; returns its size in bytes (0 if none).
     pub fn evict_oldest(&mut self) -> usize {
-        match self.history.pop_front() {
-            Some(event) => {
-                self.evicted_through = Some(event.resource_version);
-                self.history_bytes -= event.line.len();
-                event.line.len()
+        match self.pop_oldest() {
+            Some((rv, bytes)) => {
+                self.expired_through = Some(rv);
+                bytes
             }
             None => 0,
         }
+    }
+
+    /// Drops the oldest event of the history as evicted or released (the caller says which);
+    /// returns its resourceVersion and size in bytes.
+    fn pop_oldest(&mut self) -> Option<(u64, usize)> {
+        let event = self.history.pop_front()?;
+        self.evicted_through = Some(event.resource_version);
+        self.history_bytes -= event.line.len();
+        if self.history.is_empty() {
+            // The deque keeps its largest size otherwise, a quiet collection's for ever.
+            self.history = VecDeque::new();
+        }
+        Some((event.resource_version, event.line.len()))
     }
 
     /// Drops the events of the history received before `cutoff`; returns their size in
@@ -175,6 +218,63 @@ impl Store {
             freed += self.evict_oldest();
         }
         freed
+    }
+
+    /// Releases the events of the history received before `cutoff` that every reader has
+    /// taken; returns their size in bytes. A watch resuming from one of them is
+    /// [`NotHeld::Released`].
+    pub fn release_read_before(&mut self, cutoff: Instant) -> usize {
+        self.last_release = Some(Instant::now());
+        let read_through = self.read_through();
+        let mut freed = 0;
+        while self
+            .history
+            .front()
+            .is_some_and(|e| e.received < cutoff && e.resource_version <= read_through)
+        {
+            freed += self.pop_oldest().map_or(0, |(_, bytes)| bytes);
+        }
+        freed
+    }
+
+    /// When [`release_read_before`](Self::release_read_before) last ran.
+    pub fn last_release(&self) -> Option<Instant> {
+        self.last_release
+    }
+
+    /// The resourceVersion every reader has taken all events up to (`u64::MAX` without
+    /// readers).
+    fn read_through(&self) -> u64 {
+        self.readers.values().copied().min().unwrap_or(u64::MAX)
+    }
+
+    /// Whether every reader has taken the oldest event of the history (`false` if it holds
+    /// none).
+    pub fn oldest_is_read(&self) -> bool {
+        self.history
+            .front()
+            .is_some_and(|e| e.resource_version <= self.read_through())
+    }
+
+    /// Registers a live watch that has taken every event up to `cursor`; returns its reader
+    /// id, for [`read_to`](Self::read_to) and [`remove_reader`](Self::remove_reader).
+    pub fn add_reader(&mut self, cursor: u64) -> u64 {
+        let id = self.next_reader;
+        self.next_reader += 1;
+        self.readers.insert(id, cursor);
+        id
+    }
+
+    /// Records that reader `id` has taken every event up to `cursor`.
+    pub fn read_to(&mut self, id: u64, cursor: u64) {
+        if let Some(read) = self.readers.get_mut(&id) {
+            *read = cursor;
+        }
+    }
+
+    /// Forgets reader `id` (its watch ended).
+    pub fn remove_reader(&mut self, id: u64) {
+        self.readers.remove(&id);
     }
 
     /// When the oldest event of the history was received, if it holds any.
@@ -195,11 +295,15 @@ impl Store {
     /// The events after `rv`, oldest first.
     ///
     /// # Errors
-    /// [`TooOld`] if `rv` is older than [`oldest`](Self::oldest).
-    pub fn since(&self, rv: u64) -> Result<Vec<Arc<CachedEvent>>, TooOld> {
+    /// If `rv` is older than [`oldest`](Self::oldest): [`NotHeld::Released`] if only released
+    /// events are missing, else [`NotHeld::Expired`].
+    pub fn since(&self, rv: u64) -> Result<Vec<Arc<CachedEvent>>, NotHeld> {
         let oldest = self.oldest();
         if rv < oldest {
-            return Err(TooOld { asked: rv, oldest });
+            if rv >= self.expired_through.unwrap_or(self.list_rv) {
+                return Err(NotHeld::Released);
+            }
+            return Err(NotHeld::Expired(TooOld { asked: rv, oldest }));
         }
         let first = self.history.partition_point(|e| e.resource_version <= rv);
         Ok(self.history.range(first..).cloned().collect())
@@ -307,10 +411,10 @@ mod tests {
         assert_eq!(store.since(10).map(|e| rvs(&e)), Ok(vec![]));
         assert_eq!(
             store.since(9),
-            Err(TooOld {
+            Err(NotHeld::Expired(TooOld {
                 asked: 9,
                 oldest: 10
-            })
+            }))
         );
         assert!(change(&mut store, "ADDED", "c", 11));
         assert!(change(&mut store, "MODIFIED", "a", 12));
@@ -326,10 +430,10 @@ mod tests {
         assert!(change(&mut store, "ADDED", "d", 14));
         assert_eq!(
             store.since(10),
-            Err(TooOld {
+            Err(NotHeld::Expired(TooOld {
                 asked: 10,
                 oldest: 11
-            })
+            }))
         );
         assert_eq!(store.since(11).map(|e| rvs(&e)), Ok(vec![12, 13, 14]));
         assert_eq!(store.size().objects, 3, "a, c, d");
@@ -357,10 +461,10 @@ mod tests {
         assert_eq!(store.since(11).map(|e| rvs(&e)), Ok(vec![12]));
         assert_eq!(
             store.since(10),
-            Err(TooOld {
+            Err(NotHeld::Expired(TooOld {
                 asked: 10,
                 oldest: 11
-            })
+            }))
         );
         let later = Instant::now() + std::time::Duration::from_millis(1);
         let freed_rest = store.evict_received_before(later);
@@ -374,10 +478,10 @@ mod tests {
         );
         assert_eq!(
             store.since(11),
-            Err(TooOld {
+            Err(NotHeld::Expired(TooOld {
                 asked: 11,
                 oldest: 12
-            })
+            }))
         );
         assert_eq!(store.size().objects, 1, "objects stay");
         // A bookmark moves the store on without events: a watch at 12 missed nothing.
@@ -448,5 +552,52 @@ mod tests {
         assert_eq!(store.evict_oldest(), 0);
         assert_eq!(store.since(12).map(|e| rvs(&e)), Ok(vec![]));
         assert!(store.since(11).is_err());
+    }
+
+    #[test]
+    fn events_every_reader_took_are_released_and_resumes_from_them_go_upstream() {
+        let mut store = listed(10, &[("a", 5)]);
+        let behind = store.add_reader(10);
+        let ahead = store.add_reader(10);
+        change(&mut store, "MODIFIED", "a", 11);
+        change(&mut store, "MODIFIED", "a", 12);
+        let later = Instant::now() + std::time::Duration::from_millis(1);
+        store.read_to(ahead, 12);
+        assert!(!store.oldest_is_read());
+        assert_eq!(store.release_read_before(later), 0, "`behind` took nothing");
+        store.read_to(behind, 11);
+        assert!(store.oldest_is_read());
+        let freed = store.release_read_before(later);
+        assert!(freed > 0);
+        assert_eq!(store.since(11).map(|e| rvs(&e)), Ok(vec![12]), "12 stays");
+        assert_eq!(
+            store.since(10),
+            Err(NotHeld::Released),
+            "the API server still has 11"
+        );
+        store.remove_reader(behind);
+        assert_eq!(
+            store.release_read_before(Instant::now() - std::time::Duration::from_secs(1)),
+            0,
+            "only events received before the cutoff"
+        );
+        assert!(store.release_read_before(later) > 0);
+        assert_eq!((store.size().events, store.history_bytes()), (0, 0));
+        assert_eq!(store.since(12).map(|e| rvs(&e)), Ok(vec![]));
+        assert_eq!(store.since(11), Err(NotHeld::Released));
+
+        // An eviction by age after releases: what it evicted is gone upstream too.
+        change(&mut store, "MODIFIED", "a", 13);
+        store.evict_received_before(Instant::now() + std::time::Duration::from_millis(1));
+        assert_eq!(
+            store.since(12),
+            Err(NotHeld::Expired(TooOld {
+                asked: 12,
+                oldest: 13
+            }))
+        );
+        assert_eq!(store.since(13).map(|e| rvs(&e)), Ok(vec![]));
+        store.remove_reader(ahead);
+        assert!(!store.oldest_is_read(), "no events");
     }
 }
