@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::metrics::Metrics;
 use crate::runtime::memory_cap::MemoryCap;
-use crate::runtime::ops::{OpTable, QueuedCompletion, StreamTable};
+use crate::runtime::ops::{CompletionSender, OpTable, QueuedCompletion, StreamTable};
 use crate::runtime::quota::{ByteBudget, Quotas, WarnThrottle};
 use crate::runtime::stop::Phase;
 use crate::upstream::client::Upstream;
@@ -31,7 +31,7 @@ pub struct OpContext {
     /// The host's metrics.
     pub metrics: Metrics,
     /// The module's completion queue.
-    pub completions: mpsc::Sender<QueuedCompletion>,
+    pub completions: CompletionSender,
     /// The host's stop phase (`stop_signal` waits on it).
     pub phase: watch::Receiver<Phase>,
     /// Size limits.

@@ -96,12 +96,12 @@ pub async fn run_watch(
         }
     }
     let response = match http_request {
-        Ok(http_request) => ctx.upstream.send(http_request).await,
+        Ok(http_request) => Box::pin(ctx.upstream.send(http_request)).await,
         Err(err) => Err(err),
     };
     let response = match response {
         Ok(response) => response,
-        Err(err) => return sink.send(&Completion::Error(err), b"").await,
+        Err(err) => return Box::pin(sink.send(&Completion::Error(err), b"")).await,
     };
     let status = response.status();
     if !status.is_success() {

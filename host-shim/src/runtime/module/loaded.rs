@@ -14,9 +14,13 @@ use crate::runtime::state::HostState;
 use crate::runtime::suspend::Suspendable;
 
 /// A compiled module with its name in the host and its options, ready to run (and to run
-/// again: the module is pre-instantiated once, see [`InstancePre`]). Cheap to clone.
+/// again: the module is pre-instantiated once, see [`InstancePre`]). Cheap to clone, and one
+/// pointer wide: every layer of a module's task (supervisor, run, loop) holds one.
 #[derive(Clone)]
-pub struct LoadedModule {
+pub struct LoadedModule(Arc<Loaded>);
+
+#[derive(Clone)]
+struct Loaded {
     name: String,
     module: wasmtime::Module,
     /// Its compiled code: who runs it, and whether it can be released while no one does.
@@ -31,7 +35,7 @@ pub struct LoadedModule {
 impl fmt::Debug for LoadedModule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoadedModule")
-            .field("name", &self.name)
+            .field("name", &self.0.name)
             .finish_non_exhaustive()
     }
 }
@@ -54,64 +58,67 @@ impl LoadedModule {
                     .instantiate_pre(&module)
                     .map_err(|e| ModuleError::Instantiate(format!("{e:?}")))
             });
-        Self {
+        Self(Arc::new(Loaded {
             name: name.to_owned(),
             code: Arc::new(Code::new(&module, file_backed)),
             module,
             pre,
             suspendable,
             options: ModuleOptions::default(),
-        }
+        }))
     }
 
     /// The same compiled module under another `name` with other `options` (shares the
     /// compiled code and the pre-instantiation).
     pub fn named(&self, name: &str, options: ModuleOptions) -> Self {
-        Self {
+        Self(Arc::new(Loaded {
             name: name.to_owned(),
             options,
-            ..self.clone()
-        }
+            ..(*self.0).clone()
+        }))
     }
 
     /// This module with `options`.
     pub fn with_options(self, options: ModuleOptions) -> Self {
-        Self { options, ..self }
+        Self(Arc::new(Loaded {
+            options,
+            ..(*self.0).clone()
+        }))
     }
 
     /// Its options.
     pub fn options(&self) -> &ModuleOptions {
-        &self.options
+        &self.0.options
     }
 
     /// Whether `other` shares this module's compiled code.
     pub fn shares_code_with(&self, other: &LoadedModule) -> bool {
-        wasmtime::Module::same(&self.module, &other.module)
+        wasmtime::Module::same(&self.0.module, &other.0.module)
     }
 
     /// The module's name in the host (the prefix of its output, `KUBE_WASM_MODULE`).
     pub fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 
     /// Whether its instances can be suspended to disk, found when it was loaded.
     pub fn suspendable(&self) -> &Suspendable {
-        &self.suspendable
+        &self.0.suspendable
     }
 
     /// Its compiled code, shared with every module of the same wasm.
     pub(crate) fn code(&self) -> &Arc<Code> {
-        &self.code
+        &self.0.code
     }
 
     /// How many times its compiled code (shared with every module of the same wasm) was
     /// released while no instance ran it (see [`crate::runtime::idle_code`]).
     pub fn code_releases(&self) -> u64 {
-        self.code.releases()
+        self.0.code.releases()
     }
 
     /// The module with its imports resolved, or why it cannot be instantiated.
     pub(super) fn pre(&self) -> Result<&InstancePre<HostState>, &ModuleError> {
-        self.pre.as_ref()
+        self.0.pre.as_ref()
     }
 }

@@ -219,11 +219,11 @@ async fn run_inner(
 /// Runs a module from `_start` to its end, suspending and resuming it as its policy says,
 /// and releases its ops at the end.
 ///
-/// Starting, suspending and resuming are boxed: a task's future is as large as its largest
-/// state, held for the module's whole life, while these states (wasmtime's instantiation,
-/// the snapshot's blocking tasks) are short and rare. Boxed, their memory exists only while
-/// they run: the module task's allocation went from 9.9 to 5.2 KiB per module (heaptrack,
-/// 100 idle modules).
+/// Starting, delivering, suspending and resuming are boxed: a task's future is as large as
+/// its largest state, held for the module's whole life, while these states (wasmtime's
+/// instantiation and calls, the snapshot's blocking tasks) are short. Boxed, their memory
+/// exists only while they run: the module task's allocation went from 9.9 to 5.2 KiB per
+/// module (heaptrack, 100 idle modules).
 async fn live(
     cx: &ModuleContext<'_>,
     pre: &InstancePre<HostState>,
@@ -276,7 +276,7 @@ async fn live(
                         }
                     }
                 };
-                let delivered = running.deliver(delivery, kind, &mut shell).await;
+                let delivered = Box::pin(running.deliver(delivery, kind, &mut shell)).await;
                 shell.exit(entered);
                 state = State::Resident(running);
                 if let Err(outcome) = delivered {

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleOutcome};
 use crate::runtime::idle_code::{Code, Entered, Release};
-use crate::runtime::ops::{OpTable, QueuedCompletion, Waits};
+use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
 use crate::runtime::stop::Phase;
 use crate::runtime::suspend::{IdleThreshold, ResumeAhead, SnapshotLayout};
 
@@ -37,7 +37,7 @@ pub(super) struct CodeRelease {
 
 /// What a module keeps whether it is resident or suspended.
 pub(super) struct Shell {
-    pub(super) completions: mpsc::Receiver<QueuedCompletion>,
+    pub(super) completions: CompletionReceiver,
     pub(super) phase: watch::Receiver<Phase>,
     /// Whether the stop handle still exists (a dropped one means no stop will ever come).
     pub(super) phase_open: bool,
@@ -203,7 +203,7 @@ impl Shell {
                 Wake::Look
             }
             delivery = self.completions.recv() => match delivery {
-                Some(delivery) => Wake::Completion(delivery),
+                Some(delivery) => Wake::Completion(*delivery),
                 // The host state holds a sender, so the channel cannot close.
                 None => Wake::Look,
             },

@@ -5,6 +5,13 @@ use tokio::sync::mpsc;
 
 use crate::runtime::quota::{ByteBudget, HeldBytes};
 
+/// A module's completion queue carries boxed completions: tokio's channel keeps its blocks of
+/// 32 slots for the channel's life, and a box keeps those of an idle module small.
+pub type CompletionSender = mpsc::Sender<Box<QueuedCompletion>>;
+
+/// The receiving end of a module's completion queue (see [`CompletionSender`]).
+pub type CompletionReceiver = mpsc::Receiver<Box<QueuedCompletion>>;
+
 /// One completion on its way to the guest: the op it belongs to and its encoded frame.
 #[derive(Debug)]
 pub struct QueuedCompletion {
@@ -30,13 +37,13 @@ pub struct ModuleGone;
 #[derive(Debug, Clone)]
 pub struct CompletionSink {
     op: OpId,
-    tx: mpsc::Sender<QueuedCompletion>,
+    tx: CompletionSender,
     budget: ByteBudget,
 }
 
 impl CompletionSink {
     /// A sink for the completions of `op`, whose frames are held against `budget`.
-    pub fn new(op: OpId, tx: mpsc::Sender<QueuedCompletion>, budget: ByteBudget) -> Self {
+    pub fn new(op: OpId, tx: CompletionSender, budget: ByteBudget) -> Self {
         Self { op, tx, budget }
     }
 
@@ -96,12 +103,12 @@ impl CompletionSink {
         is_final: bool,
         held: HeldBytes,
     ) -> Result<(), ModuleGone> {
-        let delivery = QueuedCompletion {
+        let delivery = Box::new(QueuedCompletion {
             op: self.op,
             frame,
             is_final,
             held,
-        };
+        });
         self.tx.send(delivery).await.map_err(|_| ModuleGone)
     }
 }

@@ -14,7 +14,9 @@ mod kind;
 mod streams;
 mod table;
 
-pub use completion::{CompletionSink, ModuleGone, QueuedCompletion};
+pub use completion::{
+    CompletionReceiver, CompletionSender, CompletionSink, ModuleGone, QueuedCompletion,
+};
 pub use kind::OpKind;
 pub use streams::{Outgoing, StreamHandle, StreamTable};
 pub use table::{OpTable, Waits};
