@@ -9,6 +9,7 @@
 
 use std::error::Error as StdError;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue, PROXY_AUTHORIZATION, USER_AGENT};
@@ -22,9 +23,12 @@ use kube_wasm_abi::{ErrorCode, HttpRequest, OpError, WatchRequest};
 use crate::upstream::http2::Http2Pool;
 
 /// The API server connection shared by every module: a kube client and what the guests are
-/// told about it. Cheap to clone.
+/// told about it. Cheap to clone, and one pointer wide: every module, informer and op that
+/// sends upstream holds one.
 #[derive(Clone)]
-pub struct Upstream {
+pub struct Upstream(Arc<Clients>);
+
+struct Clients {
     /// kube's own client, HTTP/1.1: websocket upgrades, and every request when HTTP/2 is off
     /// or the server does not choose it.
     client: kube::Client,
@@ -37,8 +41,8 @@ pub struct Upstream {
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")
-            .field("cluster_url", &self.cluster_url)
-            .field("default_namespace", &self.default_namespace)
+            .field("cluster_url", &self.0.cluster_url)
+            .field("default_namespace", &self.0.default_namespace)
             .finish_non_exhaustive()
     }
 }
@@ -47,13 +51,21 @@ impl Upstream {
     /// An upstream over an existing client. `cluster_url` is for information only (it is given
     /// to guests as `KUBE_WASM_CLUSTER_URL`); requests go wherever `client` sends them.
     pub fn new(client: kube::Client, cluster_url: impl Into<String>) -> Self {
+        Self::with(client, None, cluster_url.into())
+    }
+
+    fn with(
+        client: kube::Client,
+        http2: Option<(Http2Pool, kube::Client)>,
+        cluster_url: String,
+    ) -> Self {
         let default_namespace = client.default_namespace().to_owned();
-        Self {
+        Self(Arc::new(Clients {
             client,
-            http2: None,
-            cluster_url: cluster_url.into(),
+            http2,
+            cluster_url,
             default_namespace,
-        }
+        }))
     }
 
     /// Builds kube's own client (auth, TLS, timeouts) from `config`, HTTP/1.1 only. Must run
@@ -84,26 +96,23 @@ impl Upstream {
             cluster_url.truncate(cluster_url.trim_end_matches('/').len());
         }
         let client = kube::Client::try_from(config)?;
-        Ok(Self {
-            http2,
-            ..Self::new(client, cluster_url)
-        })
+        Ok(Self::with(client, http2, cluster_url))
     }
 
     /// The shared HTTP/2 connections this upstream sends over, if any.
     pub fn http2_pool(&self) -> Option<&Http2Pool> {
-        self.http2.as_ref().map(|(pool, _)| pool)
+        self.0.http2.as_ref().map(|(pool, _)| pool)
     }
 
     /// The API server URL, for information.
     pub fn cluster_url(&self) -> &str {
-        &self.cluster_url
+        &self.0.cluster_url
     }
 
     /// The default namespace of the kube config (context namespace, in-cluster namespace, or
     /// `default`).
     pub fn default_namespace(&self) -> &str {
-        &self.default_namespace
+        &self.0.default_namespace
     }
 
     /// Sends one request through kube's client and waits for the response head.
@@ -115,9 +124,9 @@ impl Upstream {
         &self,
         request: http::Request<Body>,
     ) -> Result<http::Response<Body>, OpError> {
-        let client = match &self.http2 {
+        let client = match &self.0.http2 {
             Some((pool, client)) if pool.usable().await => client,
-            _ => &self.client,
+            _ => &self.0.client,
         };
         // Boxed: kube's send future is kilobytes, and every watch's task would otherwise
         // keep room for it for as long as the watch lasts, not just until the response head.
@@ -156,7 +165,7 @@ impl Upstream {
         &self,
         request: http::Request<Vec<u8>>,
     ) -> Result<kube::client::Connection, kube::Error> {
-        self.client.connect(request).await
+        self.0.client.connect(request).await
     }
 }
 

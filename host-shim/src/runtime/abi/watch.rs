@@ -101,7 +101,7 @@ pub async fn run_watch(
     };
     let response = match response {
         Ok(response) => response,
-        Err(err) => return Box::pin(sink.send(&Completion::Error(err), b"")).await,
+        Err(err) => return sink.send(&Completion::Error(err), b"").await,
     };
     let status = response.status();
     if !status.is_success() {

@@ -61,9 +61,16 @@ impl CompletionSink {
     /// module's budget (waiting for them). A frame larger than the whole budget is replaced
     /// by a final `error` of code `too_large`.
     ///
+    /// The future is boxed while it runs: an op's task keeps room for what it awaits for as
+    /// long as the op lasts, and most wait far longer than they send.
+    ///
     /// # Errors
     /// [`ModuleGone`] when the module has ended; the task should stop then.
     pub async fn send(&self, completion: &Completion, body: &[u8]) -> Result<(), ModuleGone> {
+        Box::pin(self.send_unboxed(completion, body)).await
+    }
+
+    async fn send_unboxed(&self, completion: &Completion, body: &[u8]) -> Result<(), ModuleGone> {
         let frame = encode_frame(completion, body);
         match self.budget.hold(frame.len()).await {
             Some(held) => self.queue(frame, completion.is_final(), held).await,
@@ -94,7 +101,7 @@ impl CompletionSink {
         held: HeldBytes,
     ) -> Result<(), ModuleGone> {
         let frame = encode_frame(completion, body);
-        self.queue(frame, completion.is_final(), held).await
+        Box::pin(self.queue(frame, completion.is_final(), held)).await
     }
 
     async fn queue(
