@@ -122,16 +122,21 @@ fn listed_at_41_then_42_and_43() -> (kube::Client, Arc<Mutex<Vec<Seen>>>) {
     let closed = Arc::new(AtomicBool::new(false));
     fake_client(move |req| {
         if is_watch(req) {
-            let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
-            Reply::new(
-                200,
-                vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
-            )
-            .hanging(closed.clone())
+            events_42_and_43(&closed)
         } else {
             Reply::ok(&list_body(41, &["a"]))
         }
     })
+}
+
+/// A watch's answer: `ADDED b` at 42 and `MODIFIED a` at 43, then open until `closed`.
+fn events_42_and_43(closed: &Arc<AtomicBool>) -> Reply {
+    let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
+    Reply::new(
+        200,
+        vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
+    )
+    .hanging(closed.clone())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -395,6 +400,27 @@ fn late_watch_guest(request: &WatchRequest, after_ms: u64) -> Vec<u8> {
         .wasm()
 }
 
+/// On a host sharing watches with `cache` over `client`: `early` watches from 41 (and is
+/// checked to see 42 and 43 arrive), `late` resumes from 42 two seconds later.
+async fn early_then_late_resume(client: kube::Client, cache: CacheSettings) -> common::Run {
+    let (mut settings, buffer) = test_settings();
+    settings.shared_watches = Some(cache);
+    let run = run_guests_on(
+        Upstream::new(client, "https://fake.invalid"),
+        (settings, buffer),
+        &[
+            ("early", watch_guest(&watch_from("41", Some(1)))),
+            ("late", late_watch_guest(&watch_from("42", Some(1)), 2000)),
+        ],
+    )
+    .await;
+    assert_eq!(
+        events_of(&run, "early"),
+        ["head", "ADDED b 42", "MODIFIED a 43", r#"{"kind":"end"}"#]
+    );
+    run
+}
+
 /// One module watches from 41 and sees 42 and 43 arrive; another resumes from 42 two seconds
 /// later. With a history age of 200 ms the events have left the history by then, and the
 /// late watch is `410 Expired` at the newest resourceVersion; with the default age (75 s),
@@ -403,25 +429,12 @@ fn late_watch_guest(request: &WatchRequest, after_ms: u64) -> Vec<u8> {
 async fn events_leave_the_history_at_its_age() {
     let late_events = async |history_age: Duration| {
         let (client, _seen) = listed_at_41_then_42_and_43();
-        let (mut settings, buffer) = test_settings();
-        settings.shared_watches = Some(CacheSettings {
+        let cache = CacheSettings {
             linger: Duration::from_secs(10),
             history_age,
             ..CacheSettings::default()
-        });
-        let run = run_guests_on(
-            Upstream::new(client, "https://fake.invalid"),
-            (settings, buffer),
-            &[
-                ("early", watch_guest(&watch_from("41", Some(1)))),
-                ("late", late_watch_guest(&watch_from("42", Some(1)), 2000)),
-            ],
-        )
-        .await;
-        assert_eq!(
-            events_of(&run, "early"),
-            ["head", "ADDED b 42", "MODIFIED a 43", r#"{"kind":"end"}"#]
-        );
+        };
+        let run = early_then_late_resume(client, cache).await;
         assert_eq!(
             run.outcome("late"),
             &ModuleOutcome::Exited(0),
@@ -459,36 +472,16 @@ async fn a_resume_from_released_history_is_served_by_the_api_server() {
                 .is_some_and(|q| q.contains("resourceVersion=42"));
             match (is_watch(req), from_42) {
                 (true, true) => Reply::ok(format!("{}\n", event("MODIFIED", "a", 43)).as_bytes()),
-                (true, false) => {
-                    let events = [event("ADDED", "b", 42), event("MODIFIED", "a", 43)];
-                    Reply::new(
-                        200,
-                        vec![Ok(format!("{}\n{}\n", events[0], events[1]).into_bytes())],
-                    )
-                    .hanging(closed.clone())
-                }
+                (true, false) => events_42_and_43(&closed),
                 (false, _) => Reply::ok(&list_body(41, &["a"])),
             }
         });
-        let (mut settings, buffer) = test_settings();
-        settings.shared_watches = Some(CacheSettings {
+        let cache = CacheSettings {
             linger: Duration::from_secs(10),
             history_grace,
             ..CacheSettings::default()
-        });
-        let run = run_guests_on(
-            Upstream::new(client, "https://fake.invalid"),
-            (settings, buffer),
-            &[
-                ("early", watch_guest(&watch_from("41", Some(1)))),
-                ("late", late_watch_guest(&watch_from("42", Some(1)), 2000)),
-            ],
-        )
-        .await;
-        assert_eq!(
-            events_of(&run, "early"),
-            ["head", "ADDED b 42", "MODIFIED a 43", r#"{"kind":"end"}"#]
-        );
+        };
+        let run = early_then_late_resume(client, cache).await;
         assert_eq!(
             events_of(&run, "late"),
             ["head", "MODIFIED a 43", r#"{"kind":"end"}"#],
