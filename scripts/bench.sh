@@ -39,8 +39,9 @@ wasm_pkgs=(-p ring-controller)
 for example in "${examples[@]}"; do wasm_pkgs+=(-p "$example"); done
 cargo build --release --target wasm32-wasip1 "${wasm_pkgs[@]}"
 # The mixed and edge fleets: every kind natively too (the examples and the parity scenario
-# controllers; the ring controller is built above), and the parity scenarios for wasm32.
-native_pkgs=(-p parity-scenarios)
+# controllers; the ring controller is built above), the combined native process linking them
+# all (bench/combined-native), and the parity scenarios for wasm32.
+native_pkgs=(-p parity-scenarios -p combined-native)
 for example in "${examples[@]}"; do native_pkgs+=(-p "$example"); done
 cargo build --release --bins "${native_pkgs[@]}"
 cargo build --release --target wasm32-wasip1 --bins -p parity-scenarios

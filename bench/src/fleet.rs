@@ -28,6 +28,11 @@ pub enum Variant {
     /// The same as `wasm` with every module suspended to disk when idle (manifest
     /// `suspend: {idleAfter: …}`); only where the host's manifest accepts it.
     WasmSuspend,
+    /// Every controller linked into one native kube-rs 5.0 process, one task each, sharing one
+    /// connection pool: no isolation (`bench/combined-native`). Fleets of distinct
+    /// controllers only, so not one of [`Variant::ALL`] nor a `--variants` value.
+    #[value(skip)]
+    CombinedNative,
 }
 
 impl Variant {
@@ -46,6 +51,7 @@ impl Variant {
             Variant::Wasm => "wasm",
             Variant::WasmUnshared => "wasm-unshared",
             Variant::WasmSuspend => "wasm-suspend",
+            Variant::CombinedNative => "combined-native",
         }
     }
 
@@ -57,6 +63,9 @@ impl Variant {
             Variant::WasmUnshared => "all controllers in one host shim, shared watches off",
             Variant::WasmSuspend => {
                 "all controllers in one host shim, shared watches on, idle modules suspended to disk"
+            }
+            Variant::CombinedNative => {
+                "all controllers linked into one native kube-rs 5.0 process, no isolation"
             }
         }
     }

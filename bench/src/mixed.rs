@@ -2,7 +2,8 @@
 //! this repository has (the five examples, the ring controller and twelve parity scenario
 //! controllers, each kind a distinct native binary and a distinct module), and the small
 //! **edge** fleet, the five examples alone. Each instance runs in its own namespace; each fleet
-//! runs as native processes, as modules in one host, and as modules suspended when idle, and
+//! runs as native processes, as one native process linking every controller
+//! (`bench/combined-native`), as modules in one host, and as modules suspended when idle, and
 //! its idle memory is sampled after the settle time.
 
 use std::collections::BTreeMap;
@@ -52,7 +53,11 @@ pub const MIXED_KINDS: [&str; 18] = [
     "parity-wait",
 ];
 
-/// Where the builds of every kind are: `<native_dir>/<kind>` and `<wasm_dir>/<kind>.wasm`.
+/// The native binary linking every kind into one process (in the native build folder).
+pub const COMBINED_NATIVE: &str = "combined-native";
+
+/// Where the builds of every kind are: `<native_dir>/<kind>` and `<wasm_dir>/<kind>.wasm`,
+/// and `<native_dir>/combined-native`.
 #[derive(Debug, Clone)]
 pub struct Builds {
     /// Release native binaries.
@@ -66,7 +71,7 @@ pub struct Builds {
 pub struct MixedRun {
     /// `mixed` or `edge`.
     pub fleet: String,
-    /// How it ran: native, wasm or wasm-suspend.
+    /// How it ran: native, combined-native, wasm or wasm-suspend.
     pub variant: Variant,
     /// Distinct kinds.
     pub kinds: usize,
@@ -84,8 +89,9 @@ fn kind_of(kinds: &[&'static str], i: usize) -> &'static str {
 }
 
 impl Bench {
-    /// Runs a fleet of `instances` controllers of `kinds` (round-robin) natively, in one
-    /// host, and in one host with idle modules suspended; returns the three launches.
+    /// Runs a fleet of `instances` controllers of `kinds` (round-robin) natively, combined in
+    /// one native process, in one host, and in one host with idle modules suspended; returns
+    /// the four launches.
     ///
     /// # Errors
     /// If a build is missing or a launch fails.
@@ -97,6 +103,10 @@ impl Bench {
         builds: &Builds,
         tag: &str,
     ) -> anyhow::Result<Vec<MixedRun>> {
+        crate::workloads::require_file(
+            &builds.native_dir.join(COMBINED_NATIVE),
+            "the combined native build",
+        )?;
         for kind in kinds {
             crate::workloads::require_file(&builds.native_dir.join(kind), "a native build")?;
             crate::workloads::require_file(
@@ -105,10 +115,13 @@ impl Bench {
             )?;
         }
         let mut runs = Vec::new();
-        for (launch, variant) in [Variant::Native, Variant::Wasm, Variant::WasmSuspend]
-            .into_iter()
-            .enumerate()
-        {
+        let variants = [
+            Variant::Native,
+            Variant::CombinedNative,
+            Variant::Wasm,
+            Variant::WasmSuspend,
+        ];
+        for (launch, variant) in variants.into_iter().enumerate() {
             let tag = format!("{tag}-{launch}");
             eprintln!(
                 "bench: {fleet} fleet, {instances} controllers of {} kinds, {} (namespaces {tag}-*)",
@@ -144,9 +157,13 @@ impl Bench {
             cluster::create_namespace(&self.client, namespace).await?;
         }
         let mut fleet_processes = match variant {
-            Variant::Native => {
-                let fleet = start_native(&self.setup, kinds, &namespaces, builds, &dir)?;
-                // No readiness signal is common to every kind: give each process time to
+            Variant::Native | Variant::CombinedNative => {
+                let fleet = if variant == Variant::Native {
+                    start_native(&self.setup, kinds, &namespaces, builds, &dir)?
+                } else {
+                    start_combined(&self.setup, kinds, &namespaces, builds, &dir)?
+                };
+                // No readiness signal is common to every kind: give each controller time to
                 // start, list and watch (a second a controller on these cores, at least 20 s).
                 let startup = Duration::from_secs((instances as u64).max(20));
                 tokio::time::sleep(startup).await;
@@ -236,6 +253,38 @@ fn start_native(
     Fleet::start_processes(commands, dir)
 }
 
+/// Starts one `combined-native` process running instance `i` of kind `i mod kinds` in each
+/// namespace, with the admin kubeconfig (each instance's client defaults to its namespace).
+fn start_combined(
+    setup: &Setup,
+    kinds: &[&'static str],
+    namespaces: &[String],
+    builds: &Builds,
+    dir: &Path,
+) -> anyhow::Result<Fleet> {
+    let mut command = Command::new(builds.native_dir.join(COMBINED_NATIVE));
+    command
+        .env("KUBECONFIG", &setup.kubeconfig)
+        .args(combined_args(kinds, namespaces))
+        .stdin(Stdio::null());
+    Fleet::start_processes(vec![(COMBINED_NATIVE.to_owned(), command)], dir)
+}
+
+/// The instances of a combined process: `KIND@NAMESPACE`, the ring controller with the
+/// variables its native process gets.
+fn combined_args(kinds: &[&'static str], namespaces: &[String]) -> Vec<String> {
+    namespaces
+        .iter()
+        .enumerate()
+        .map(|(i, namespace)| match kind_of(kinds, i) {
+            "ring-controller" => format!(
+                "ring-controller@{namespace},RING_SOURCE={namespace},RING_TARGET={namespace}"
+            ),
+            kind => format!("{kind}@{namespace}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +298,18 @@ mod tests {
         let first: Vec<_> = (0..100).map(|i| kind_of(&MIXED_KINDS, i)).collect();
         assert_eq!(first[0], first[18]);
         assert!(MIXED_KINDS.iter().all(|k| first.contains(k)));
+    }
+
+    #[test]
+    fn the_combined_process_gets_every_instance_and_the_ring_its_variables() {
+        let namespaces: Vec<String> = (0..20).map(|i| format!("m-{i}")).collect();
+        let args = combined_args(&MIXED_KINDS, &namespaces);
+        assert_eq!(args.len(), 20);
+        assert_eq!(args[0], "configmap-mirror@m-0");
+        assert_eq!(
+            args[5],
+            "ring-controller@m-5,RING_SOURCE=m-5,RING_TARGET=m-5"
+        );
+        assert_eq!(args[18], "configmap-mirror@m-18");
     }
 }

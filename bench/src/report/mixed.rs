@@ -14,7 +14,7 @@ fn launch<'a>(m: &'a Measured, fleet: &str, variant: Variant) -> Option<&'a Mixe
         .find(|r| r.fleet == fleet && r.variant == variant)
 }
 
-/// The PSS ratio of `variant` to native in `fleet`, with the goal's text.
+/// The PSS ratio of `variant` to native processes in `fleet`, with the goal's text.
 fn ratio_goal(m: &Measured, fleet: &str, variant: Variant, goal: &str, target: f64) -> Goal {
     let target_text = format!("≤ {:.0} % of native", target * 100.0);
     match (launch(m, fleet, Variant::Native), launch(m, fleet, variant)) {
@@ -45,6 +45,40 @@ fn ratio_goal(m: &Measured, fleet: &str, variant: Variant, goal: &str, target: f
     }
 }
 
+/// The mixed fleet suspended against the same controllers linked into one native process:
+/// isolation for less memory than giving it up (≤ 1.0×).
+fn combined_goal(m: &Measured) -> Goal {
+    let goal = "mixed fleet, suspended, vs the same controllers combined in one native process";
+    match (
+        launch(m, "mixed", Variant::CombinedNative),
+        launch(m, "mixed", Variant::WasmSuspend),
+    ) {
+        (Some(combined), Some(suspended)) => {
+            let ratio = suspended.idle.pss_kib as f64 / combined.idle.pss_kib.max(1) as f64;
+            Goal {
+                goal: format!(
+                    "{goal} ({} controllers of {} kinds)",
+                    suspended.instances, suspended.kinds
+                ),
+                target: "≤ 1.0×".into(),
+                measured: format!(
+                    "{ratio:.2}×: host {:.1} MiB vs combined {:.1} MiB PSS",
+                    suspended.idle.pss_kib as f64 / 1024.0,
+                    combined.idle.pss_kib as f64 / 1024.0
+                ),
+                holds: Some(ratio <= 1.0),
+            }
+        }
+        _ => Goal {
+            goal: goal.into(),
+            target: "≤ 1.0×".into(),
+            measured: "not measured: the fleet did not run (--mixed-n 0, or no builds given)"
+                .into(),
+            holds: None,
+        },
+    }
+}
+
 /// The goals of the mixed and edge fleets.
 pub(super) fn goals(m: &Measured) -> Vec<Goal> {
     vec![
@@ -62,13 +96,7 @@ pub(super) fn goals(m: &Measured) -> Vec<Goal> {
             "mixed fleet, idle modules suspended, vs native processes",
             0.05,
         ),
-        Goal {
-            goal: "mixed fleet, suspended, vs the same controllers combined in one native process"
-                .into(),
-            target: "≤ 1.0×".into(),
-            measured: "not measured: no combined-native build of the controllers exists yet".into(),
-            holds: None,
-        },
+        combined_goal(m),
         ratio_goal(
             m,
             "edge",
@@ -86,7 +114,7 @@ pub(super) fn section(m: &Measured) -> String {
         s.push_str("Not run (`--mixed-n 0` skips it; it needs `--native-dir` and `--wasm-dir`).\n");
         return s;
     }
-    s.push_str("Each controller in its own namespace, idle (no objects to reconcile); memory after the settle time. Mixed: the examples, the ring controller and the parity scenario controllers, round-robin; edge: the five examples. Native: one process per controller.\n\n| fleet | controllers | kinds | native PSS, MiB | wasm PSS, MiB | wasm / native | suspended PSS, MiB | suspended / native |\n|---|---|---|---|---|---|---|---|\n");
+    s.push_str("Each controller in its own namespace, idle (no objects to reconcile); memory after the settle time. Mixed: the examples, the ring controller and the parity scenario controllers, round-robin; edge: the five examples. Native: one process per controller; combined: one native process linking them all.\n\n| fleet | controllers | kinds | native PSS, MiB | combined native PSS, MiB | wasm PSS, MiB | wasm / native | suspended PSS, MiB | suspended / native | suspended / combined |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for fleet in ["mixed", "edge"] {
         let Some(native) = launch(m, fleet, Variant::Native) else {
             continue;
@@ -97,14 +125,22 @@ pub(super) fn section(m: &Measured) -> String {
                 r.idle.pss_kib as f64 / native.idle.pss_kib.max(1) as f64 * 100.0
             })
         };
+        let combined = launch(m, fleet, Variant::CombinedNative);
         let wasm = launch(m, fleet, Variant::Wasm);
         let suspended = launch(m, fleet, Variant::WasmSuspend);
+        let to_combined = match (suspended, combined) {
+            (Some(held), Some(linked)) => {
+                held.idle.pss_kib as f64 / linked.idle.pss_kib.max(1) as f64
+            }
+            _ => f64::NAN,
+        };
         let _ = writeln!(
             s,
-            "| {fleet} | {} | {} | {:.1} | {:.1} | {:.1} % | {:.1} | {:.1} % |",
+            "| {fleet} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} % | {:.1} | {:.1} % | {to_combined:.2}× |",
             native.instances,
             native.kinds,
             mib(Some(native)),
+            mib(combined),
             mib(wasm),
             ratio(wasm),
             mib(suspended),
@@ -120,4 +156,56 @@ pub(super) fn section(m: &Measured) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Sample;
+
+    fn run(fleet: &str, variant: Variant, pss_mib: u64) -> MixedRun {
+        MixedRun {
+            fleet: fleet.into(),
+            variant,
+            kinds: 18,
+            instances: 100,
+            idle: Sample {
+                pss_kib: pss_mib * 1024,
+                rss_kib: pss_mib * 2048,
+            },
+            per_kind_kib: Default::default(),
+        }
+    }
+
+    fn measured(suspended_mib: u64, combined_mib: Option<u64>) -> Measured {
+        let mut mixed = vec![
+            run("mixed", Variant::Native, 190),
+            run("mixed", Variant::Wasm, 30),
+            run("mixed", Variant::WasmSuspend, suspended_mib),
+        ];
+        mixed.extend(combined_mib.map(|mib| run("mixed", Variant::CombinedNative, mib)));
+        Measured {
+            mixed,
+            ..Measured::default()
+        }
+    }
+
+    #[test]
+    fn the_suspended_fleet_is_held_against_the_combined_native_process() {
+        let verdict = |m: &Measured| combined_goal(m).holds;
+        assert_eq!(verdict(&measured(19, Some(20))), Some(true));
+        assert_eq!(verdict(&measured(20, Some(20))), Some(true));
+        assert_eq!(verdict(&measured(21, Some(20))), Some(false));
+        assert_eq!(verdict(&measured(19, None)), None);
+        let goal = combined_goal(&measured(10, Some(40)));
+        assert_eq!(
+            goal.measured,
+            "0.25×: host 10.0 MiB vs combined 40.0 MiB PSS"
+        );
+        let table = section(&measured(10, Some(40)));
+        assert!(
+            table.contains("| 190.0 | 40.0 | 30.0 | 15.8 % | 10.0 | 5.3 % | 0.25× |"),
+            "{table}"
+        );
+    }
 }
