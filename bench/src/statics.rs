@@ -1,14 +1,14 @@
 //! Figures that need no cluster: `.wasm` sizes, cold compile time, loading from the host's
 //! cache of precompiled modules, and instantiation — all with the host's own engine
 //! configuration ([`host_shim::runtime::engine::new_engine`]: Cranelift, epoch interruption,
-//! copy-on-write memory images, the pooling allocator) and cache ([`host_shim::runtime::cache`]).
+//! copy-on-write memory images, instances allocated on demand) and cache ([`host_shim::runtime::cache`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
 use host_shim::runtime::cache::{ModuleCache, Source};
-use host_shim::runtime::engine::{PoolSize, new_engine};
+use host_shim::runtime::engine::new_engine;
 use serde::Serialize;
 use wasmtime::{Linker, Module, Store};
 
@@ -37,8 +37,8 @@ pub struct InstantiateFigures {
     pub p50_ms: f64,
     /// 99th percentile, in ms.
     pub p99_ms: f64,
-    /// Median of dropping the store afterwards (the instance's slot is reset and returned
-    /// to the pool), in ms.
+    /// Median of dropping the store afterwards (its instance, memory and fiber stack
+    /// unmapped), in ms.
     pub drop_p50_ms: f64,
 }
 
@@ -52,11 +52,8 @@ pub struct Statics {
 }
 
 fn engine() -> anyhow::Result<wasmtime::Engine> {
-    new_engine(Some(PoolSize {
-        instances: 16,
-        max_memory_bytes: host_shim::fleet::manifest::DEFAULT_MEMORY_LIMIT,
-    }))
-    .map_err(|e| anyhow::anyhow!("creating the engine: {e:?}"))
+    // As `host-shim run` makes it: no pool.
+    new_engine(None, &Default::default()).map_err(|e| anyhow::anyhow!("creating the engine: {e:?}"))
 }
 
 /// Measures every file of `wasm` (`repeats` compiles and cache loads each) and `instances`

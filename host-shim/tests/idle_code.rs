@@ -1,6 +1,7 @@
 //! Idle code (`Settings::release_idle_code`): the compiled code of a module loaded from the
 //! cache is released once no module of that wasm has run for the release time, and not
-//! while one of them is inside a guest entry; the host binary's code once no module has run.
+//! while one of them is inside a guest entry; the host binary's code once no module has run;
+//! and an idle module's fiber stack with its code.
 
 mod common;
 
@@ -125,4 +126,31 @@ async fn code_is_kept_when_the_host_is_told_to() {
     assert!(matches!(reports[0].outcome, ModuleOutcome::Exited(0)));
     assert_eq!(module.code_releases(), 0);
     assert_eq!(host.host_code_releases(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_module_releases_its_fiber_stack_unless_told_to_keep_its_code() {
+    let cache = cache_dir();
+    // Idle past the release time while it waits 400 ms for a delay; exits when it completes.
+    let wasm = Guest::new("(drop (call $delay (i64.const 400)))").wasm();
+    for (release_idle_code, releases) in [(Some(RELEASE_AFTER), 1), (None, 0)] {
+        let host = Host::new(
+            idle_upstream(),
+            Settings {
+                release_idle_code,
+                ..settings(cache.path())
+            },
+        )
+        .expect("host");
+        let module = host.load_bytes("a", &wasm).expect("loads");
+        let reports = Supervisor::new(host.clone(), Duration::from_secs(5))
+            .run_all(vec![module])
+            .await;
+        assert!(matches!(reports[0].outcome, ModuleOutcome::Exited(0)));
+        assert_eq!(
+            host.fiber_stack_releases(),
+            releases,
+            "release_idle_code: {release_idle_code:?}"
+        );
+    }
 }

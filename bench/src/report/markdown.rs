@@ -213,7 +213,7 @@ impl Report {
         if let Some(st) = &m.statics {
             let _ = writeln!(
                 s,
-                "\n## Modules\n\nWith the host's engine configuration and its cache of precompiled modules. Instantiation: {} instantiations of `ring-controller` from one pre-instantiation, each into a fresh store (stub imports; WASI context not included): p50 {:.3} ms, p99 {:.3} ms; dropping the store afterwards (slot reset): p50 {:.3} ms. (`cargo bench -p host-shim --bench abi` times the host's whole instantiate + `_start` + exit.)\n\n| module | `.wasm` (release) | cold compile, ms | load from cache, ms |\n|---|---|---|---|",
+                "\n## Modules\n\nWith the host's engine configuration and its cache of precompiled modules. Instantiation: {} instantiations of `ring-controller` from one pre-instantiation, each into a fresh store (stub imports; WASI context not included): p50 {:.3} ms, p99 {:.3} ms; dropping the store afterwards: p50 {:.3} ms. (`cargo bench -p host-shim --bench abi` times the host's whole instantiate + `_start` + exit.)\n\n| module | `.wasm` (release) | cold compile, ms | load from cache, ms |\n|---|---|---|---|",
                 st.instantiate.count,
                 st.instantiate.p50_ms,
                 st.instantiate.p99_ms,

@@ -46,7 +46,6 @@ pub fn run(data: &[u8]) {
             );
         }
     }
-    assert!(manifest.largest_memory_limit() <= MAX_MEMORY_LIMIT);
     for duration in [
         manifest.request_timeout,
         manifest.entry_deadline,

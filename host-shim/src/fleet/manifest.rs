@@ -261,16 +261,6 @@ impl Manifest {
             })
         }
     }
-
-    /// The largest memory limit of any module, in bytes (sizes the instance pool).
-    pub fn largest_memory_limit(&self) -> u64 {
-        self.modules
-            .iter()
-            .filter_map(|m| m.options.memory_limit)
-            .map(|limit| u64::try_from(limit).unwrap_or(u64::MAX))
-            .max()
-            .unwrap_or(DEFAULT_MEMORY_LIMIT)
-    }
 }
 
 fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manifest {
@@ -529,7 +519,6 @@ modules:
                 RestartPolicy::OnFailure
             )
         );
-        assert_eq!(manifest.largest_memory_limit(), DEFAULT_MEMORY_LIMIT);
     }
 
     #[test]

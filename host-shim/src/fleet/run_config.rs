@@ -12,11 +12,10 @@ use std::time::Duration;
 
 use crate::fleet::cli::{RunArgs, module_names};
 use crate::fleet::config::ClusterSource;
-use crate::fleet::manifest::{MAX_MEMORY_LIMIT, Manifest, ManifestError};
+use crate::fleet::manifest::{Manifest, ManifestError};
 use crate::fleet::oci::RegistrySettings;
 use crate::fleet::placement::PlacementConfig;
 use crate::runtime::compiler::Compiler;
-use crate::runtime::engine::PoolSize;
 use crate::runtime::host::Settings;
 use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
 use crate::runtime::suspend::SuspendPolicy;
@@ -103,14 +102,13 @@ impl RunConfig {
     pub fn resolve(args: RunArgs, manifest: Option<Manifest>) -> Self {
         let suspend_after = args.suspend_after.map(SuspendPolicy::after);
         let placement = placement_of(&args);
-        let (modules, largest_memory, manifest) = match manifest {
+        let (modules, manifest) = match manifest {
             Some(mut manifest) => {
-                let largest = manifest.largest_memory_limit();
                 let mut modules = std::mem::take(&mut manifest.modules);
                 for module in &mut modules {
                     module.options.suspend = module.options.suspend.or(suspend_after);
                 }
-                (modules, largest, Some(manifest))
+                (modules, Some(manifest))
             }
             None => {
                 let modules = module_names(&args.modules)
@@ -125,7 +123,7 @@ impl RunConfig {
                         },
                     })
                     .collect();
-                (modules, MAX_MEMORY_LIMIT, None)
+                (modules, None)
             }
         };
         let manifest = manifest.as_ref();
@@ -140,11 +138,10 @@ impl RunConfig {
         let defaults = Settings::default();
         let settings = Settings {
             env: args.env,
-            // The operator's modules come and go: no fixed pool for them.
-            pool: (!args.controllers).then(|| PoolSize {
-                instances: u32::try_from(modules.len()).unwrap_or(u32::MAX),
-                max_memory_bytes: largest_memory,
-            }),
+            // Instances allocated on demand, never from a pool: a pooled store keeps its
+            // fiber stack's touched pages for its whole life, an on-demand one gives them
+            // back while its module is idle (`runtime::fiber_stacks`).
+            pool: None,
             cache_dir,
             backoff: manifest.map(|m| m.backoff).unwrap_or(defaults.backoff),
             limits: OpLimits {
@@ -333,16 +330,7 @@ modules:
             Some(Duration::from_secs(7))
         );
         assert_eq!(config.settings.entry_deadline, Duration::from_secs(3));
-        assert_eq!(
-            config
-                .settings
-                .pool
-                .map(|p| (p.instances, p.max_memory_bytes)),
-            Some((
-                2,
-                crate::fleet::manifest::DEFAULT_MEMORY_LIMIT.max(32 << 20)
-            ))
-        );
+        assert_eq!(config.settings.pool, None, "allocated on demand");
         assert_eq!(module(&config, "b").and_then(|m| m.options.suspend), None);
     }
 
@@ -385,13 +373,7 @@ modules:
         );
         assert_eq!(config.settings.limits, defaults.limits);
         assert_eq!(config.settings.entry_deadline, defaults.entry_deadline);
-        assert_eq!(
-            config
-                .settings
-                .pool
-                .map(|p| (p.instances, p.max_memory_bytes)),
-            Some((2, MAX_MEMORY_LIMIT))
-        );
+        assert_eq!(config.settings.pool, None, "allocated on demand");
         let names: Vec<&str> = config.modules.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["mirror", "mirror-2"]);
         assert!(

@@ -20,6 +20,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use wasmtime::{Engine, Module};
 
 use crate::runtime::engine::{self, PoolSize};
+use crate::runtime::fiber_stacks::ReleasableStacks;
 
 /// The largest artifact read back from a child, in bytes: far above any module the host's
 /// size limits let in (a 2 MiB module compiles to about 5 MiB).
@@ -214,8 +215,8 @@ pub fn compile_stream(
     input
         .read_to_end(&mut wasm)
         .map_err(|e| anyhow::anyhow!("reading the module from stdin: {e}"))?;
-    let engine =
-        engine::new_engine(pool).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
+    let engine = engine::new_engine(pool, &ReleasableStacks::default())
+        .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
     let artifact = engine
         .precompile_module(&wasm)
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -240,7 +241,7 @@ mod tests {
         let wasm = wat::parse_str(WAT).expect("wat");
         let mut artifact = Vec::new();
         compile_stream(pool, &mut &wasm[..], &mut artifact).expect("compiles");
-        let engine = engine::new_engine(pool).expect("engine");
+        let engine = engine::new_engine(pool, &ReleasableStacks::default()).expect("engine");
         // SAFETY: made just above by compile_stream.
         let module = unsafe { Module::deserialize(&engine, &artifact) }.expect("loads");
         let mut store = wasmtime::Store::new(&engine, ());

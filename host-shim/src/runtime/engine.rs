@@ -1,8 +1,11 @@
 //! The wasmtime engine: its configuration, and the epoch ticker that bounds each guest entry.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::{Config, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::fiber_stacks::ReleasableStacks;
 
 /// The size of a pooling instance allocator: how many modules may be instantiated at once
 /// and how large one linear memory may grow.
@@ -24,6 +27,9 @@ pub struct PoolSize {
 /// pooling allocator: memories and stacks are reserved once and reused, so instantiating
 /// (and restarting) a module costs a few page-table updates rather than fresh mappings.
 ///
+/// Without a pool, fiber stacks come from `stacks`: an idle module's stack pages can be
+/// released (see [`crate::runtime::fiber_stacks`]).
+///
 /// Async stacks are zeroed when they go back to the pool: a `Store` keeps its last fiber
 /// stack for its whole life, so this happens only when a store is dropped (a module
 /// suspended, restarted or ended), and it hands the stack's touched pages back to the
@@ -32,7 +38,7 @@ pub struct PoolSize {
 ///
 /// # Errors
 /// If wasmtime rejects the configuration on this platform.
-pub fn new_engine(pool: Option<PoolSize>) -> wasmtime::Result<Engine> {
+pub fn new_engine(pool: Option<PoolSize>, stacks: &ReleasableStacks) -> wasmtime::Result<Engine> {
     let mut config = Config::new();
     config.epoch_interruption(true);
     config.memory_init_cow(true);
@@ -54,6 +60,8 @@ pub fn new_engine(pool: Option<PoolSize>) -> wasmtime::Result<Engine> {
             .table_elements(1 << 17)
             .max_memory_size(max_memory);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+    } else {
+        config.with_host_stack(Arc::new(stacks.clone()));
     }
     Engine::new(&config)
 }

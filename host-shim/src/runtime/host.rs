@@ -14,6 +14,7 @@ use crate::metrics::Metrics;
 use crate::runtime::cache::{ModuleCache, Source};
 use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
+use crate::runtime::fiber_stacks::ReleasableStacks;
 use crate::runtime::idle_code::Code;
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
@@ -68,7 +69,8 @@ pub struct Settings {
     /// Release the resident pages of a module's compiled code (a mapping of its cache file)
     /// once no instance of it has run for this long, and those of the host binary's code
     /// once no module has, and every such period while none is running (see
-    /// [`crate::runtime::idle_code`]); `None`: never. Default 2 s.
+    /// [`crate::runtime::idle_code`]); and with its code, a module's fiber stack (without a
+    /// pool; see [`crate::runtime::fiber_stacks`]). `None`: never. Default 2 s.
     pub release_idle_code: Option<Duration>,
 }
 
@@ -128,6 +130,8 @@ pub(crate) struct HostInner {
     /// [`Settings::release_idle_code`], and every such period while no module is inside an
     /// entry (`None`: never released).
     host_code: Option<Arc<Code>>,
+    /// The engine's fiber stacks (unused with a pool).
+    stacks: ReleasableStacks,
     _ticker: EpochTicker,
 }
 
@@ -155,7 +159,8 @@ impl Host {
     /// thread cannot start.
     pub fn with_identities(identities: Identities, settings: Settings) -> anyhow::Result<Self> {
         let upstream = identities.own().clone();
-        let engine = engine::new_engine(settings.pool)
+        let stacks = ReleasableStacks::default();
+        let engine = engine::new_engine(settings.pool, &stacks)
             .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| {
@@ -207,6 +212,7 @@ impl Host {
                 loading: Mutex::new(()),
                 snapshots,
                 host_code,
+                stacks,
                 _ticker: ticker,
             }),
         })
@@ -259,6 +265,13 @@ impl Host {
             .host_code
             .as_ref()
             .map_or(0, |code| code.releases())
+    }
+
+    /// How many times an idle module's fiber stack was released (see
+    /// [`Settings::release_idle_code`] and [`crate::runtime::fiber_stacks`]; never with a
+    /// pool).
+    pub fn fiber_stack_releases(&self) -> u64 {
+        self.inner.stacks.releases()
     }
 
     /// The upstream API server, as the host's own identity.

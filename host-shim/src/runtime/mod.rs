@@ -12,6 +12,7 @@ pub mod abi;
 pub mod cache;
 pub mod compiler;
 pub mod engine;
+pub mod fiber_stacks;
 pub mod host;
 pub mod idle_code;
 pub(crate) mod memory_cap;

@@ -67,6 +67,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 use wasmtime::InstancePre;
 
+use crate::runtime::fiber_stacks::StackOwner;
 use crate::runtime::memory_cap::MemoryCap;
 use crate::runtime::ops::{OpKind, OpTable, QueuedCompletion};
 use crate::runtime::quota::{ByteBudget, LogGate, WarnThrottle};
@@ -212,8 +213,15 @@ async fn run_inner(
             armed: false,
             last_exit: Instant::now(),
         }),
+        stacks: StackOwner::default(),
     };
-    live(cx, &pre, shell, running).await
+    // The fiber stacks the module's stores allocate are counted to it, to be released
+    // while it is idle.
+    shell
+        .stacks
+        .clone()
+        .scope(live(cx, &pre, shell, running))
+        .await
 }
 
 /// Runs a module from `_start` to its end, suspending and resuming it as its policy says,
@@ -307,7 +315,8 @@ async fn live(
                     }
                 }
             }
-            Wake::ReleaseCode => shell.release_code(),
+            // SAFETY: the loop is between entries: every entry above ran to its end.
+            Wake::ReleaseCode => unsafe { shell.release_idle() },
         }
     };
     state.finish(&shell);

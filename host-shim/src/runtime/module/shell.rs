@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleOutcome};
+use crate::runtime::fiber_stacks::StackOwner;
 use crate::runtime::idle_code::{Code, Entered, Release};
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
 use crate::runtime::stop::Phase;
@@ -22,7 +23,8 @@ pub(super) struct Idle {
 }
 
 /// When a module's compiled code, and the host's own, are released (see
-/// [`crate::runtime::idle_code`]).
+/// [`crate::runtime::idle_code`]), and with them the module's fiber stack (see
+/// [`crate::runtime::fiber_stacks`]).
 pub(super) struct CodeRelease {
     /// The module's code, then the host binary's: each counts this module's entries. Code
     /// that can never be released is dropped from the list.
@@ -49,8 +51,10 @@ pub(super) struct Shell {
     /// When the guest was last entered for something it could not foresee (see
     /// [`OpKind::is_unforeseen`](crate::runtime::ops::OpKind::is_unforeseen)), or started.
     pub(super) last_unforeseen: Instant,
-    /// `None`: its code is never released.
+    /// `None`: its code and stack are never released.
     pub(super) release: Option<CodeRelease>,
+    /// The fiber stacks of its stores.
+    pub(super) stacks: StackOwner,
 }
 
 /// What woke the module loop.
@@ -62,8 +66,8 @@ pub(super) enum Wake {
     /// The state's planned change is due: a resident module has been idle for its
     /// threshold (suspend it), or a suspended one's earliest timer is near (resume it).
     Due,
-    /// The module has not run for the code release time: release its code if no other
-    /// instance ran it meanwhile.
+    /// The module has not run for the code release time: release its stack, and its code
+    /// if no other instance ran it meanwhile.
     ReleaseCode,
 }
 
@@ -155,10 +159,15 @@ impl Shell {
         release.last_exit.checked_add(release.after)
     }
 
-    /// Releases the module's code if no instance of it has run for the release time, and the
-    /// host's if no module has, and disarms the release until the module is entered again
-    /// (the instance that runs the code last is the one whose release finds it idle).
-    pub(super) fn release_code(&mut self) {
+    /// Releases the module's fiber stack, and its code if no instance of it has run for the
+    /// release time, and the host's if no module has, and disarms the release until the
+    /// module is entered again (the instance that runs the code last is the one whose release
+    /// finds it idle).
+    ///
+    /// # Safety
+    /// The module's store must not be inside an entry (see [`StackOwner::release`]): call it
+    /// from the module loop only, between entries.
+    pub(super) unsafe fn release_idle(&mut self) {
         let Some(release) = self.release.as_mut() else {
             return;
         };
@@ -182,9 +191,9 @@ impl Shell {
                 Release::Running | Release::Recent | Release::AlreadyReleased => true,
             }
         });
-        if release.codes.is_empty() {
-            self.release = None;
-        }
+        // SAFETY: by this function's contract, no fiber runs on the stacks.
+        let bytes = unsafe { self.stacks.release() };
+        tracing::trace!("module `{name}`: released {bytes} bytes of idle fiber stack");
     }
 
     /// Waits for a change of the stop phase, then a completion, then (at `due_at`, if any)

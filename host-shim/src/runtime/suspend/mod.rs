@@ -8,7 +8,8 @@
 //!
 //! - **Suspend**: the memory is streamed to a [`Snapshot`] file (no copy of it in host memory;
 //!   all-zero 64 KiB chunks are skipped), the globals are kept in host memory, and the
-//!   `Store` is dropped, which returns its pooling-allocator slot and its linear memory.
+//!   `Store` is dropped, which frees its instance, its linear memory and its fiber stack (or
+//!   returns them to the pool, with a pooling allocator).
 //! - **Resume** (at the first completion that arrives for a live op, or just before the
 //!   module's earliest timer falls due): a new `Store` with the
 //!   same host state, the pre-instantiated module instantiated again (its `_start` is not
