@@ -13,7 +13,8 @@
 //!                                    #   later resume from before it goes to the API server
 //! releaseIdleCode: true              # optional, default true: a module's compiled code
 //!                                    #   leaves memory while no instance runs it (see
-//!                                    #   `idle_code`)
+//!                                    #   `idle_code`), and an idle module's fiber stack
+//!                                    #   (`fiber_stacks`)
 //! compileInChild: true               # optional, default true: modules are compiled by a
 //!                                    #   `host-shim compile` child process, so the host
 //!                                    #   never holds the compiler's memory (see `compiler`)
@@ -109,7 +110,8 @@ pub struct Manifest {
     /// true; see [`crate::upstream::watch_cache::store`]).
     pub release_read_history: bool,
     /// Whether the resident pages of a module's compiled code are released while no instance
-    /// runs it (`releaseIdleCode`, default true; see [`crate::runtime::idle_code`]).
+    /// runs it, and those of an idle module's fiber stack (`releaseIdleCode`, default true;
+    /// see [`crate::runtime::idle_code`] and [`crate::runtime::fiber_stacks`]).
     pub release_idle_code: bool,
     /// Whether modules are compiled in a child process (`compileInChild`, default true; see
     /// [`crate::runtime::compiler`]).
