@@ -221,7 +221,8 @@ impl StackOwner {
     }
 
     /// Bytes of this owner's mapped stacks now resident (by `mincore`).
-    pub fn resident_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn resident_bytes(&self) -> usize {
         let stacks: Vec<Arc<Mapping>> = {
             let stacks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             stacks.iter().filter_map(Weak::upgrade).collect()
@@ -255,7 +256,8 @@ impl StackOwner {
     }
 
     /// Stacks counted to this owner that are still mapped.
-    pub fn stacks(&self) -> usize {
+    #[cfg(test)]
+    fn stacks(&self) -> usize {
         let stacks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         stacks
             .iter()
