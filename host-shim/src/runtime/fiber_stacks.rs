@@ -183,23 +183,10 @@ impl StackOwner {
     /// own task, between entries into its store (no `call_async` or instantiation of the
     /// store in progress), or its frames are replaced by zeros.
     pub unsafe fn release(&self) -> usize {
-        let stacks: Vec<Arc<Mapping>> = {
-            let mut stacks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            stacks.retain(|stack| stack.strong_count() > 0);
-            stacks.iter().filter_map(Weak::upgrade).collect()
-        };
         let mut bytes = 0;
-        for mapping in stacks {
-            let mapped = mapping
-                .mapped
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if !*mapped {
-                continue;
-            }
-            let range = mapping.stack();
-            // SAFETY: the range is mapped (checked under the lock `Stack::drop` takes), and
-            // by this function's contract no fiber uses it.
+        self.for_each_mapped(|mapping, range| {
+            // SAFETY: the range is mapped (`for_each_mapped` holds the lock `Stack::drop`
+            // takes), and by this function's contract no fiber uses it.
             let advised = unsafe {
                 libc::madvise(
                     range.start as *mut libc::c_void,
@@ -216,31 +203,38 @@ impl StackOwner {
                     std::io::Error::last_os_error()
                 );
             }
-        }
+        });
         bytes
     }
 
-    /// Bytes of this owner's mapped stacks now resident (by `mincore`).
-    #[cfg(test)]
-    fn resident_bytes(&self) -> usize {
+    /// Calls `f` with each of its stacks still mapped and the stack's range, holding the lock
+    /// under which `Stack::drop` unmaps it; forgets the stacks already dropped.
+    fn for_each_mapped(&self, mut f: impl FnMut(&Mapping, Range<usize>)) {
         let stacks: Vec<Arc<Mapping>> = {
-            let stacks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut stacks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            stacks.retain(|stack| stack.strong_count() > 0);
             stacks.iter().filter_map(Weak::upgrade).collect()
         };
-        let page = page_size();
-        let mut resident = 0;
         for mapping in stacks {
             let mapped = mapping
                 .mapped
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if !*mapped {
-                continue;
+            if *mapped {
+                f(&mapping, mapping.stack());
             }
-            let range = mapping.stack();
+        }
+    }
+
+    /// Bytes of this owner's mapped stacks now resident (by `mincore`).
+    #[cfg(test)]
+    fn resident_bytes(&self) -> usize {
+        let page = page_size();
+        let mut resident = 0;
+        self.for_each_mapped(|_, range| {
             let mut pages = vec![0u8; range.len().div_ceil(page)];
-            // SAFETY: the range is mapped (checked under the lock), `pages` has a byte per
-            // page.
+            // SAFETY: the range is mapped (`for_each_mapped` holds the lock), `pages` has a
+            // byte per page.
             let ok = unsafe {
                 libc::mincore(
                     range.start as *mut libc::c_void,
@@ -251,19 +245,16 @@ impl StackOwner {
             if ok == 0 {
                 resident += pages.iter().filter(|p| *p & 1 == 1).count() * page;
             }
-        }
+        });
         resident
     }
 
     /// Stacks counted to this owner that are still mapped.
     #[cfg(test)]
     fn stacks(&self) -> usize {
-        let stacks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        stacks
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|m| *m.mapped.lock().unwrap_or_else(PoisonError::into_inner))
-            .count()
+        let mut count = 0;
+        self.for_each_mapped(|_, _| count += 1);
+        count
     }
 }
 
