@@ -178,10 +178,8 @@ impl Bench {
                         let wasm = builds.wasm_dir.join(format!("{kind}.wasm"));
                         let mut entry =
                             Entry::with_wasm(&format!("{kind}-{i}"), &wasm).namespace(namespace);
-                        if kind == "ring-controller" {
-                            entry = entry
-                                .env("RING_SOURCE", namespace)
-                                .env("RING_TARGET", namespace);
+                        for (key, value) in own_env(kind, namespace) {
+                            entry = entry.env(key, value);
                         }
                         if variant == Variant::WasmSuspend {
                             entry = entry.field(&self.setup.suspend_field());
@@ -242,12 +240,8 @@ fn start_native(
                 "KUBECONFIG",
                 kubeconfig_of(&setup.kubeconfig, namespace, dir),
             )
+            .envs(own_env(kind, namespace))
             .stdin(Stdio::null());
-        if kind == "ring-controller" {
-            command
-                .env("RING_SOURCE", namespace)
-                .env("RING_TARGET", namespace);
-        }
         commands.push((format!("{kind}-{i}"), command));
     }
     Fleet::start_processes(commands, dir)
@@ -270,17 +264,28 @@ fn start_combined(
     Fleet::start_processes(vec![(COMBINED_NATIVE.to_owned(), command)], dir)
 }
 
-/// The instances of a combined process: `KIND@NAMESPACE`, the ring controller with the
+/// The environment variables of an instance of `kind` in `namespace`, however it runs: the
+/// ring controller copies Rings within its own namespace.
+fn own_env<'a>(kind: &str, namespace: &'a str) -> Vec<(&'static str, &'a str)> {
+    match kind {
+        "ring-controller" => vec![("RING_SOURCE", namespace), ("RING_TARGET", namespace)],
+        _ => Vec::new(),
+    }
+}
+
+/// The instances of a combined process: `KIND@NAMESPACE[,KEY=VALUE…]`, each with the
 /// variables its native process gets.
 fn combined_args(kinds: &[&'static str], namespaces: &[String]) -> Vec<String> {
     namespaces
         .iter()
         .enumerate()
-        .map(|(i, namespace)| match kind_of(kinds, i) {
-            "ring-controller" => format!(
-                "ring-controller@{namespace},RING_SOURCE={namespace},RING_TARGET={namespace}"
-            ),
-            kind => format!("{kind}@{namespace}"),
+        .map(|(i, namespace)| {
+            let kind = kind_of(kinds, i);
+            own_env(kind, namespace)
+                .into_iter()
+                .fold(format!("{kind}@{namespace}"), |arg, (key, value)| {
+                    format!("{arg},{key}={value}")
+                })
         })
         .collect()
 }

@@ -14,12 +14,23 @@ fn launch<'a>(m: &'a Measured, fleet: &str, variant: Variant) -> Option<&'a Mixe
         .find(|r| r.fleet == fleet && r.variant == variant)
 }
 
+/// `run`'s idle PSS as a multiple of `baseline`'s.
+fn pss_ratio(run: &MixedRun, baseline: &MixedRun) -> f64 {
+    run.idle.pss_kib as f64 / baseline.idle.pss_kib.max(1) as f64
+}
+
+fn mib(run: &MixedRun) -> f64 {
+    run.idle.pss_kib as f64 / 1024.0
+}
+
+const NOT_RUN: &str = "not measured: the fleet did not run (--mixed-n 0, or no builds given)";
+
 /// The PSS ratio of `variant` to native processes in `fleet`, with the goal's text.
 fn ratio_goal(m: &Measured, fleet: &str, variant: Variant, goal: &str, target: f64) -> Goal {
     let target_text = format!("≤ {:.0} % of native", target * 100.0);
     match (launch(m, fleet, Variant::Native), launch(m, fleet, variant)) {
         (Some(native), Some(wasm)) => {
-            let ratio = wasm.idle.pss_kib as f64 / native.idle.pss_kib.max(1) as f64;
+            let ratio = pss_ratio(wasm, native);
             Goal {
                 goal: format!(
                     "{goal} ({} controllers of {} kinds)",
@@ -29,8 +40,8 @@ fn ratio_goal(m: &Measured, fleet: &str, variant: Variant, goal: &str, target: f
                 measured: format!(
                     "{:.1} %: host {:.1} MiB vs native {:.1} MiB PSS",
                     ratio * 100.0,
-                    wasm.idle.pss_kib as f64 / 1024.0,
-                    native.idle.pss_kib as f64 / 1024.0
+                    mib(wasm),
+                    mib(native)
                 ),
                 holds: Some(ratio <= target),
             }
@@ -38,8 +49,7 @@ fn ratio_goal(m: &Measured, fleet: &str, variant: Variant, goal: &str, target: f
         _ => Goal {
             goal: goal.into(),
             target: target_text,
-            measured: "not measured: the fleet did not run (--mixed-n 0, or no builds given)"
-                .into(),
+            measured: NOT_RUN.into(),
             holds: None,
         },
     }
@@ -54,7 +64,7 @@ fn combined_goal(m: &Measured) -> Goal {
         launch(m, "mixed", Variant::WasmSuspend),
     ) {
         (Some(combined), Some(suspended)) => {
-            let ratio = suspended.idle.pss_kib as f64 / combined.idle.pss_kib.max(1) as f64;
+            let ratio = pss_ratio(suspended, combined);
             Goal {
                 goal: format!(
                     "{goal} ({} controllers of {} kinds)",
@@ -63,8 +73,8 @@ fn combined_goal(m: &Measured) -> Goal {
                 target: "≤ 1.0×".into(),
                 measured: format!(
                     "{ratio:.2}×: host {:.1} MiB vs combined {:.1} MiB PSS",
-                    suspended.idle.pss_kib as f64 / 1024.0,
-                    combined.idle.pss_kib as f64 / 1024.0
+                    mib(suspended),
+                    mib(combined)
                 ),
                 holds: Some(ratio <= 1.0),
             }
@@ -72,8 +82,7 @@ fn combined_goal(m: &Measured) -> Goal {
         _ => Goal {
             goal: goal.into(),
             target: "≤ 1.0×".into(),
-            measured: "not measured: the fleet did not run (--mixed-n 0, or no builds given)"
-                .into(),
+            measured: NOT_RUN.into(),
             holds: None,
         },
     }
@@ -119,19 +128,13 @@ pub(super) fn section(m: &Measured) -> String {
         let Some(native) = launch(m, fleet, Variant::Native) else {
             continue;
         };
-        let mib = |r: Option<&MixedRun>| r.map_or(f64::NAN, |r| r.idle.pss_kib as f64 / 1024.0);
-        let ratio = |r: Option<&MixedRun>| {
-            r.map_or(f64::NAN, |r| {
-                r.idle.pss_kib as f64 / native.idle.pss_kib.max(1) as f64 * 100.0
-            })
-        };
+        let mib = |r: Option<&MixedRun>| r.map_or(f64::NAN, mib);
+        let ratio = |r: Option<&MixedRun>| r.map_or(f64::NAN, |r| pss_ratio(r, native) * 100.0);
         let combined = launch(m, fleet, Variant::CombinedNative);
         let wasm = launch(m, fleet, Variant::Wasm);
         let suspended = launch(m, fleet, Variant::WasmSuspend);
         let to_combined = match (suspended, combined) {
-            (Some(held), Some(linked)) => {
-                held.idle.pss_kib as f64 / linked.idle.pss_kib.max(1) as f64
-            }
+            (Some(held), Some(linked)) => pss_ratio(held, linked),
             _ => f64::NAN,
         };
         let _ = writeln!(
