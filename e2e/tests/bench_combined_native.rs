@@ -7,22 +7,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::PostParams;
+use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::{Program, client, env_path, eventually, fresh_namespace};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn labelled(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some([("kube-wasm.dev/mirror".to_string(), "true".to_string())].into()),
-            ..ObjectMeta::default()
-        },
-        data: Some([("greeting".to_string(), name.to_string())].into()),
-        ..ConfigMap::default()
-    }
-}
 
 #[tokio::test]
 async fn two_instances_of_one_controller_in_one_process_each_keep_to_their_namespace() {
@@ -44,7 +33,7 @@ async fn two_instances_of_one_controller_in_one_process_each_keep_to_their_names
 
     let config_maps_a: Api<ConfigMap> = Api::namespaced(client.clone(), &a);
     config_maps_a
-        .create(&PostParams::default(), &labelled("only-in-a"))
+        .create(&PostParams::default(), &mirrored("only-in-a"))
         .await
         .expect("create");
     let secrets_a: Api<Secret> = Api::namespaced(client.clone(), &a);
