@@ -62,7 +62,9 @@ async fn hostile_modules_restart_while_a_healthy_one_keeps_running() {
         ),
         (
             "panicker",
-            Guest::new("(drop (call $delay (i64.const 1)))")
+            // Traps on its first completion: its delay's, or the stop signal's if the host
+            // stops while it waits (without asking for the signal it would be ended then).
+            Guest::new("(drop (call $stop_signal)) (drop (call $delay (i64.const 1)))")
                 .complete("unreachable")
                 .wasm(),
         ),
@@ -123,13 +125,18 @@ async fn hostile_modules_restart_while_a_healthy_one_keeps_running() {
         }
         other => panic!("hog: expected the memory limit, got {other:?}"),
     }
-    assert!(matches!(
-        report(&reports, "panicker").outcome,
-        ModuleOutcome::Failed(ModuleError::Trap {
-            during: "kube_wasm_complete",
-            ..
-        })
-    ));
+    let panicker = report(&reports, "panicker");
+    assert!(
+        matches!(
+            panicker.outcome,
+            ModuleOutcome::Failed(ModuleError::Trap {
+                during: "kube_wasm_complete",
+                ..
+            })
+        ),
+        "{:?}",
+        panicker.outcome
+    );
     assert!(matches!(
         report(&reports, "garbage").outcome,
         ModuleOutcome::Failed(ModuleError::BadAbiCall(_))
