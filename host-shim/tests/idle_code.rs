@@ -1,7 +1,8 @@
 //! Idle code (`Settings::release_idle_code`): the compiled code of a module loaded from the
-//! cache is released once no module of that wasm has run for the release time, and not
-//! while one of them is inside a guest entry; the host binary's code once no module has run;
-//! and an idle module's fiber stack with its code.
+//! cache is released once no module of that wasm has run for the release time, and every
+//! release time between the entries of a module woken more often than that, never while one
+//! of them is inside a guest entry; the host binary's code once no module has run; and an
+//! idle module's fiber stack with its code.
 
 mod common;
 
@@ -92,14 +93,53 @@ async fn code_is_released_when_no_module_of_it_runs_and_not_while_one_does() {
         0,
         "released while `busy` was running the code"
     );
-    assert_eq!(
-        idle.code_releases(),
-        1,
-        "released once, after `busy` spun and went idle"
+    assert!(
+        idle.code_releases() >= 1,
+        "released after `busy` spun and went idle"
     );
     assert!(
         host.host_code_releases() >= 1,
         "the host's code is released while no module runs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_of_a_module_woken_more_often_than_the_release_time_is_released_between_entries() {
+    let cache = cache_dir();
+    // A ticker: waits 30 ms, 20 times (a counter at byte 60000), then exits; never idle for
+    // the 100 ms release time.
+    let wasm = Guest::new("(drop (call $delay (i64.const 30)))")
+        .complete(
+            r#"(i32.store (i32.const 60000) (i32.add (i32.load (i32.const 60000)) (i32.const 1)))
+               (if (i32.ge_u (i32.load (i32.const 60000)) (i32.const 20))
+                 (then (call $proc_exit (i32.const 0))))
+               (drop (call $delay (i64.const 30)))"#,
+        )
+        .wasm();
+    Host::new(idle_upstream(), settings(cache.path()))
+        .expect("host")
+        .load_bytes("warm", &wasm)
+        .expect("compiles");
+    let host = Host::new(idle_upstream(), settings(cache.path())).expect("host");
+    let ticker = host
+        .load_bytes("ticker", &wasm)
+        .expect("loads from the cache");
+    let reports = tokio::time::timeout(
+        Duration::from_secs(30),
+        Supervisor::new(host.clone(), Duration::from_secs(5)).run_all(vec![ticker.clone()]),
+    )
+    .await
+    .expect("the ticker ends within 30 s");
+    assert!(
+        matches!(reports[0].outcome, ModuleOutcome::Exited(0)),
+        "{:?}",
+        reports[0].outcome
+    );
+    // 20 ticks of 30 ms: about 600 ms, so about 5 periodic passes.
+    assert!(
+        ticker.code_releases() >= 2,
+        "released {} times between its entries",
+        ticker.code_releases()
     );
 }
 

@@ -15,7 +15,7 @@ use crate::runtime::cache::{ModuleCache, Source};
 use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
-use crate::runtime::idle_code::Code;
+use crate::runtime::idle_code::{Code, PeriodicRelease};
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
 use crate::runtime::options::ModuleOptions;
@@ -68,9 +68,10 @@ pub struct Settings {
     pub compiler: Compiler,
     /// Release the resident pages of a module's compiled code (a mapping of its cache file)
     /// once no instance of it has run for this long, and those of the host binary's code
-    /// once no module has, and every such period while none is running (see
-    /// [`crate::runtime::idle_code`]); and with its code, a module's fiber stack (without a
-    /// pool; see [`crate::runtime::fiber_stacks`]). `None`: never. Default 2 s.
+    /// once no module has; and both every such period while none of their instances is
+    /// inside an entry, however recently one ran (see [`crate::runtime::idle_code`]); and
+    /// with its code, an idle module's fiber stack (without a pool; see
+    /// [`crate::runtime::fiber_stacks`]). `None`: never. Default 2 s.
     pub release_idle_code: Option<Duration>,
 }
 
@@ -124,11 +125,15 @@ pub(crate) struct HostInner {
     /// Held while a module is compiled or read from the cache: one at a time (a compile
     /// already uses every core), so that N WasmControllers of one image compile it once.
     loading: Mutex<()>,
+    /// Releases the host binary's code and every loaded module's every
+    /// [`Settings::release_idle_code`] while none of their instances is inside an entry
+    /// (`None`: never released).
+    periodic_release: Option<PeriodicRelease>,
     /// This host's folder of snapshots, made on the first suspend.
     snapshots: LazySnapshotDir,
     /// The host binary's code, released once no module has run for
     /// [`Settings::release_idle_code`], and every such period while no module is inside an
-    /// entry (`None`: never released).
+    /// entry (by `periodic_release`; `None`: never released).
     host_code: Option<Arc<Code>>,
     /// The engine's fiber stacks (unused with a pool).
     stacks: ReleasableStacks,
@@ -186,13 +191,14 @@ impl Host {
                 .clone()
                 .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref())),
         );
-        let host_code = match settings.release_idle_code {
+        let (periodic_release, host_code) = match settings.release_idle_code {
             Some(after) => {
+                let periodic = PeriodicRelease::start(after)?;
                 let code = Arc::new(Code::of_host_binary());
-                code.release_every(after)?;
-                Some(code)
+                periodic.add(&code);
+                (Some(periodic), Some(code))
             }
-            None => None,
+            None => (None, None),
         };
         let metrics = Metrics::new();
         let watch_cache = settings
@@ -210,6 +216,7 @@ impl Host {
                 cache,
                 compiled: Mutex::new(HashMap::new()),
                 loading: Mutex::new(()),
+                periodic_release,
                 snapshots,
                 host_code,
                 stacks,
@@ -337,6 +344,9 @@ impl Host {
             prepared.suspendable,
             source.is_file_mapping(),
         );
+        if let Some(periodic) = &inner.periodic_release {
+            periodic.add(loaded.code());
+        }
         self.compiled().insert(digest, loaded.clone());
         Ok(loaded)
     }
