@@ -1,8 +1,9 @@
 //! What the guest does when the host enters it: `main` (through `_start`) and
 //! `kube_wasm_complete`. Both end by running the executor until stalled.
 
+use crate::delivery::Delivery;
 use crate::executor::{run_until_stalled, spawn_local};
-use crate::op::{Delivery, Op};
+use crate::op::Op;
 use crate::reactor;
 use kube_wasm_abi::OpId;
 use std::cell::{Cell, RefCell};

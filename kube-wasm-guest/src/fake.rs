@@ -24,9 +24,14 @@
 //! ```
 
 use crate::executor::{self, JoinHandle, spawn_local};
+use crate::imports::{self, NativeHost};
 use crate::{entry, reactor};
+use kube_wasm_abi::names::{
+    IMPORT_HTTP_REQUEST, IMPORT_STREAM_OPEN, IMPORT_STREAM_SEND, IMPORT_WATCH,
+};
 use kube_wasm_abi::{
-    Completion, FrameError, HttpRequest, OpId, StreamOpen, StreamSend, WatchRequest, encode_frame,
+    Completion, FrameError, HttpRequest, OpId, StreamOpen, StreamSend, WatchRequest, decode_frame,
+    encode_frame,
 };
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -125,29 +130,6 @@ impl State {
     }
 }
 
-thread_local! {
-    static INSTALLED: RefCell<Option<Rc<RefCell<State>>>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` against this thread's fake host.
-///
-/// # Panics
-/// If no [`FakeHost`] is installed on this thread: outside wasm32, guest code needs one.
-pub(crate) fn with_installed<R>(f: impl FnOnce(&FakeHost) -> R) -> R {
-    let state = INSTALLED.with(|i| i.borrow().clone()).expect(
-        "kube-wasm guest code needs a host: run it inside the host shim (wasm32-wasip1), \
-         or install kube_wasm_guest::fake::FakeHost in native tests",
-    );
-    f(&FakeHost { state })
-}
-
-/// Runs `f` against this thread's fake host if one is installed and the thread is not being
-/// torn down.
-pub(crate) fn try_with_installed<R>(f: impl FnOnce(&FakeHost) -> R) -> Option<R> {
-    let state = INSTALLED.try_with(|i| i.borrow().clone()).ok().flatten()?;
-    Some(f(&FakeHost { state }))
-}
-
 /// The fake host of the current thread.
 #[derive(Clone)]
 pub struct FakeHost {
@@ -173,8 +155,9 @@ impl FakeHost {
             timers: BTreeSet::new(),
             deadlines: BTreeMap::new(),
         }));
-        INSTALLED.with(|i| *i.borrow_mut() = Some(state.clone()));
-        Self { state }
+        let host = Self { state };
+        imports::install_native_host(Rc::new(host.clone()));
+        host
     }
 
     pub(crate) fn submit(&self, make: impl FnOnce(OpId) -> Submitted) -> OpId {
@@ -342,6 +325,73 @@ impl FakeHost {
     /// Malformed import calls the guest made (the real host would end the module).
     pub fn bad_calls(&self) -> Vec<String> {
         self.state.borrow().bad_calls.clone()
+    }
+}
+
+/// The imports, as this fake host answers them: each op is recorded as [`Submitted`] (a
+/// frame that does not decode is a bad call, op id 0).
+impl NativeHost for FakeHost {
+    fn http_request(&self, frame: &[u8]) -> OpId {
+        match decode_frame::<HttpRequest>(frame) {
+            Ok(f) => self.submit(|id| Submitted::Http {
+                id,
+                request: f.header,
+                body: f.body.to_vec(),
+            }),
+            Err(e) => self.bad_call(IMPORT_HTTP_REQUEST, e),
+        }
+    }
+
+    fn watch(&self, frame: &[u8]) -> OpId {
+        match decode_frame::<WatchRequest>(frame) {
+            Ok(f) => self.submit(|id| Submitted::Watch {
+                id,
+                request: f.header,
+            }),
+            Err(e) => self.bad_call(IMPORT_WATCH, e),
+        }
+    }
+
+    fn delay(&self, millis: u64) -> OpId {
+        self.submit(|id| Submitted::Delay { id, millis })
+    }
+
+    fn stop_signal(&self) -> OpId {
+        self.submit(|id| Submitted::StopSignal { id })
+    }
+
+    fn cancel(&self, op: OpId) -> bool {
+        FakeHost::cancel(self, op)
+    }
+
+    fn stream_open(&self, frame: &[u8]) -> OpId {
+        match decode_frame::<StreamOpen>(frame) {
+            Ok(f) => self.submit(|id| Submitted::StreamOpen {
+                id,
+                request: f.header,
+            }),
+            Err(e) => self.bad_call(IMPORT_STREAM_OPEN, e),
+        }
+    }
+
+    fn stream_send(&self, stream: OpId, frame: &[u8]) -> OpId {
+        match decode_frame::<StreamSend>(frame) {
+            Ok(f) => self.submit(|id| Submitted::StreamSend {
+                id,
+                stream,
+                message: f.header,
+                body: f.body.to_vec(),
+            }),
+            Err(e) => self.bad_call(IMPORT_STREAM_SEND, e),
+        }
+    }
+
+    fn stream_credit(&self, stream: OpId, n: u32) -> bool {
+        self.grant_credit(stream, n)
+    }
+
+    fn now(&self) -> Instant {
+        FakeHost::now(self)
     }
 }
 

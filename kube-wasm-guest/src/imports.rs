@@ -1,5 +1,6 @@
 //! The host functions the guest calls: the ABI imports of module `kube_wasm_v1` on wasm32,
-//! the thread's [`crate::fake::FakeHost`] natively. Each call returns at once.
+//! natively the host installed on the thread ([`crate::fake::FakeHost`] in tests). Each call
+//! returns at once.
 
 use kube_wasm_abi::OpId;
 
@@ -128,71 +129,91 @@ mod imp {
     }
 }
 
+/// Natively, what answers the imports on this thread: the host that stands in for the real
+/// one ([`crate::fake::FakeHost`] installs itself here). Each method is the import of the same
+/// name; `now` is the guest's monotonic clock.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) trait NativeHost {
+    fn http_request(&self, frame: &[u8]) -> OpId;
+    fn watch(&self, frame: &[u8]) -> OpId;
+    fn delay(&self, millis: u64) -> OpId;
+    fn stop_signal(&self) -> OpId;
+    fn cancel(&self, op: OpId) -> bool;
+    fn stream_open(&self, frame: &[u8]) -> OpId;
+    fn stream_send(&self, stream: OpId, frame: &[u8]) -> OpId;
+    fn stream_credit(&self, stream: OpId, n: u32) -> bool;
+    fn now(&self) -> std::time::Instant;
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+thread_local! {
+    static NATIVE_HOST: std::cell::RefCell<Option<std::rc::Rc<dyn NativeHost>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Makes `host` answer this thread's imports, in place of any earlier one.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn install_native_host(host: std::rc::Rc<dyn NativeHost>) {
+    NATIVE_HOST.with(|h| *h.borrow_mut() = Some(host));
+}
+
+/// Runs `f` against this thread's native host if one is installed and the thread is not
+/// being torn down.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn try_with_native_host<R>(f: impl FnOnce(&dyn NativeHost) -> R) -> Option<R> {
+    let host = NATIVE_HOST
+        .try_with(|h| h.borrow().clone())
+        .ok()
+        .flatten()?;
+    Some(f(&*host))
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
-    use crate::fake::{Submitted, try_with_installed, with_installed};
-    use kube_wasm_abi::names::{
-        IMPORT_HTTP_REQUEST, IMPORT_STREAM_OPEN, IMPORT_STREAM_SEND, IMPORT_WATCH,
-    };
-    use kube_wasm_abi::{HttpRequest, OpId, StreamOpen, StreamSend, WatchRequest, decode_frame};
+    use super::{NativeHost, try_with_native_host};
+    use kube_wasm_abi::OpId;
+
+    /// Runs `f` against this thread's native host.
+    ///
+    /// # Panics
+    /// If none is installed: outside wasm32, guest code needs one.
+    fn with_host<R>(f: impl FnOnce(&dyn NativeHost) -> R) -> R {
+        try_with_native_host(f).expect(
+            "kube-wasm guest code needs a host: run it inside the host shim (wasm32-wasip1), \
+             or install kube_wasm_guest::fake::FakeHost in native tests",
+        )
+    }
 
     pub fn http_request(frame: &[u8]) -> OpId {
-        with_installed(|host| match decode_frame::<HttpRequest>(frame) {
-            Ok(f) => host.submit(|id| Submitted::Http {
-                id,
-                request: f.header,
-                body: f.body.to_vec(),
-            }),
-            Err(e) => host.bad_call(IMPORT_HTTP_REQUEST, e),
-        })
+        with_host(|host| host.http_request(frame))
     }
 
     pub fn watch(frame: &[u8]) -> OpId {
-        with_installed(|host| match decode_frame::<WatchRequest>(frame) {
-            Ok(f) => host.submit(|id| Submitted::Watch {
-                id,
-                request: f.header,
-            }),
-            Err(e) => host.bad_call(IMPORT_WATCH, e),
-        })
+        with_host(|host| host.watch(frame))
     }
 
     pub fn delay(millis: u64) -> OpId {
-        with_installed(|host| host.submit(|id| Submitted::Delay { id, millis }))
+        with_host(|host| host.delay(millis))
     }
 
     pub fn stop_signal() -> OpId {
-        with_installed(|host| host.submit(|id| Submitted::StopSignal { id }))
+        with_host(|host| host.stop_signal())
     }
 
     pub fn stream_open(frame: &[u8]) -> OpId {
-        with_installed(|host| match decode_frame::<StreamOpen>(frame) {
-            Ok(f) => host.submit(|id| Submitted::StreamOpen {
-                id,
-                request: f.header,
-            }),
-            Err(e) => host.bad_call(IMPORT_STREAM_OPEN, e),
-        })
+        with_host(|host| host.stream_open(frame))
     }
 
     pub fn stream_send(stream: OpId, frame: &[u8]) -> OpId {
-        with_installed(|host| match decode_frame::<StreamSend>(frame) {
-            Ok(f) => host.submit(|id| Submitted::StreamSend {
-                id,
-                stream,
-                message: f.header,
-                body: f.body.to_vec(),
-            }),
-            Err(e) => host.bad_call(IMPORT_STREAM_SEND, e),
-        })
+        with_host(|host| host.stream_send(stream, frame))
     }
 
     pub fn stream_credit(stream: OpId, n: u32) -> bool {
-        with_installed(|host| host.grant_credit(stream, n))
+        with_host(|host| host.stream_credit(stream, n))
     }
 
     /// Cancelling needs no host: an op whose host is gone (a test thread ending) is over.
     pub fn cancel(op: OpId) -> bool {
-        try_with_installed(|host| host.cancel(op)).unwrap_or(false)
+        try_with_native_host(|host| host.cancel(op)).unwrap_or(false)
     }
 }

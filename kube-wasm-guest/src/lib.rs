@@ -5,6 +5,7 @@
 //!
 //! - [`imports`]: the ABI imports (or, natively, the [`fake`] host that tests drive);
 //! - [`clock`]: the monotonic clock (virtual under the fake host);
+//! - [`delivery`]: one completion as the guest received it;
 //! - [`op`]: an operation in flight, as a stream of completions that cancels on drop;
 //! - [`reactor`]: completions that arrived but were not yet polled, per op, in order;
 //! - [`executor`]: the single-threaded task executor, run until stalled after every entry;
@@ -17,6 +18,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod clock;
+pub mod delivery;
 pub mod entry;
 pub mod executor;
 #[cfg(not(target_arch = "wasm32"))]
@@ -28,5 +30,6 @@ pub mod reactor;
 #[cfg(target_arch = "wasm32")]
 mod exports;
 
+pub use delivery::Delivery;
 pub use executor::{AbortHandle, JoinError, JoinHandle, spawn_local};
-pub use op::{Delivery, Op};
+pub use op::Op;

@@ -1,67 +1,12 @@
 //! An operation in flight: submitted to the host when created, observed as a stream of
 //! completions, cancelled on the host when dropped early.
 
+pub use crate::delivery::Delivery;
 use crate::{imports, reactor};
 use futures_core::Stream;
-use kube_wasm_abi::{
-    Completion, ErrorCode, HttpRequest, OpError, OpId, StreamOpen, StreamSend, WatchRequest,
-    decode_frame, encode_frame,
-};
+use kube_wasm_abi::{HttpRequest, OpId, StreamOpen, StreamSend, WatchRequest, encode_frame};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-
-/// One completion as the guest received it: the decoded header and the frame's raw body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
-    /// What happened.
-    pub completion: Completion,
-    buf: Vec<u8>,
-    body_start: usize,
-}
-
-impl Delivery {
-    /// Decodes a completion frame received from the host. A frame that does not decode
-    /// becomes an `internal` error completion — a value for the op's owner, not a trap.
-    pub fn from_frame(buf: Vec<u8>) -> Self {
-        match decode_frame::<Completion>(&buf) {
-            Ok(frame) => {
-                let body_start = buf.len() - frame.body.len();
-                Self {
-                    completion: frame.header,
-                    buf,
-                    body_start,
-                }
-            }
-            Err(e) => Self::new(
-                Completion::Error(OpError::new(
-                    ErrorCode::Internal,
-                    format!("malformed completion from the host: {e}"),
-                )),
-                Vec::new(),
-            ),
-        }
-    }
-
-    /// A delivery with the given completion and body.
-    pub fn new(completion: Completion, body: Vec<u8>) -> Self {
-        Self {
-            completion,
-            buf: body,
-            body_start: 0,
-        }
-    }
-
-    /// The frame's body: a response body, one watch event, one line, or empty.
-    pub fn body(&self) -> &[u8] {
-        &self.buf[self.body_start..]
-    }
-
-    /// The body, owned.
-    pub fn into_body(mut self) -> Vec<u8> {
-        self.buf.drain(..self.body_start);
-        self.buf
-    }
-}
 
 /// An operation submitted to the host, and the stream of its completions.
 ///
@@ -104,12 +49,14 @@ impl Op {
         imports::stream_credit(self.id, n)
     }
 
-    /// Starts a timer that completes with [`Completion::Elapsed`] after `millis` ms.
+    /// Starts a timer that completes with
+    /// [`Completion::Elapsed`](kube_wasm_abi::Completion::Elapsed) after `millis` ms.
     pub fn delay(millis: u64) -> Self {
         Self::track(imports::delay(millis))
     }
 
-    /// Completes with [`Completion::Stop`] when the host asks the module to stop.
+    /// Completes with [`Completion::Stop`](kube_wasm_abi::Completion::Stop) when the host
+    /// asks the module to stop.
     pub fn stop_signal() -> Self {
         Self::track(imports::stop_signal())
     }

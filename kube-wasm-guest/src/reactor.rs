@@ -4,7 +4,7 @@
 //! Every delivery is queued; none overwrites another (an earlier system kept one slot per op
 //! and lost events when two arrived before a poll).
 
-use crate::op::Delivery;
+use crate::delivery::Delivery;
 use kube_wasm_abi::OpId;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
