@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod cold_start;
 pub mod cpu;
 pub mod fleet;
+pub mod hot_text;
 pub mod levers;
 pub mod memory;
 pub mod mixed;

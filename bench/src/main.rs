@@ -14,7 +14,7 @@ use kube_wasm_bench::fleet::{self, Setup, Variant};
 use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
 use kube_wasm_bench::workloads::{Bench, Params, require_file};
-use kube_wasm_bench::{cluster, mixed, statics, stats};
+use kube_wasm_bench::{cluster, hot_text, mixed, statics, stats};
 
 /// Benchmarks wasm controllers in the host shim against native kube-rs 5.0 processes running
 /// the same controller, against the same apiserver, in one run.
@@ -30,6 +30,10 @@ struct Cli {
     /// The release host-shim binary.
     #[arg(long)]
     host_shim: PathBuf,
+    /// The list of host functions the host binary should keep together (checked against the
+    /// binary's symbols and reported).
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../host-shim/hot-text.order"))]
+    hot_text_order: PathBuf,
     /// The native release build of ring-controller.
     #[arg(long)]
     ring_native: PathBuf,
@@ -226,6 +230,15 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
 
+    let hot_text = hot_text::check(&cli.host_shim, &cli.hot_text_order)?;
+    eprintln!(
+        "bench: {} of the {} functions of {} are in the host binary, in {} blocks of 64 KiB",
+        hot_text.found,
+        hot_text.listed,
+        cli.hot_text_order.display(),
+        hot_text.blocks
+    );
+
     let client = cluster::client(&cli.kubeconfig).await?;
     let crd = Command::new(&setup.ring_native)
         .arg("crd")
@@ -408,6 +421,7 @@ async fn main() -> anyhow::Result<()> {
         churn,
         resume,
         statics: Some(statics),
+        hot_text: Some(hot_text),
         levers,
         mixed,
         cold_start,

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Regenerates host-shim/hot-text.order, the functions a running host executes between events,
+# which the linker places together at the start of host-shim's code (host-shim/build.rs). A host
+# releases its code every `releaseIdleCode` period and the kernel maps code back 64 KiB at a
+# time, so spread-out hot functions cost many such blocks; packed, they cost a few.
+#
+#   scripts/hot-text.sh MANIFEST...
+#
+# Needs: a running control plane (`KUBECONFIG` and the other variables of its `env` file set;
+# the script creates the manifests' namespaces and the ring controller's CRD with `kubectl`),
+# `perf`, `gcc`, the manifests' modules, the release ring controller, and the host built as
+# scripts/bench.sh builds it, alone: `cargo build --release -p host-shim` (built with other
+# packages it gets their features, other code and other names). The benchmark writes manifests
+# of the mixed fleet (`<out>/logs/<tag>-2/host.yaml`, `-3` suspended) and reports how much of the
+# list the host it measures has.
+#
+# Each manifest's host runs for SETTLE_S (40) seconds, then its page faults are recorded for
+# RECORD_S (30) seconds with scripts/hot-text/split-text.c preloaded, which makes every page of
+# code fault on its own. The functions seen are added to the order file (FRESH=1 starts it
+# anew), hottest first. Rebuild and run it again until few are new: functions that shared a
+# page with a hot one only show up once the hot ones have moved.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ $# -gt 0 ]] || { sed -n '2,22p' "$0"; exit 2; }
+host=${HOST_SHIM:-target/release/host-shim}
+order=host-shim/hot-text.order
+settle=${SETTLE_S:-40}
+record=${RECORD_S:-30}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+gcc -O2 -shared -fPIC -o "$work/split-text.so" scripts/hot-text/split-text.c
+host_path=$(realpath "$host")
+target/release/ring-controller crd | kubectl apply -f - >/dev/null
+for namespace in $(sed -n 's/^ *namespace: *"\{0,1\}\([^" ]*\)"\{0,1\} *$/\1/p' "$@" | sort -u); do
+    kubectl get namespace "$namespace" >/dev/null 2>&1 || kubectl create namespace "$namespace" >/dev/null
+done
+for manifest in "$@"; do
+    LD_PRELOAD="$work/split-text.so" "$host" run --manifest "$manifest" \
+        >"$work/host.out" 2>"$work/host.err" &
+    pid=$!
+    sleep "$settle"
+    kill -0 "$pid" || { tail -20 "$work/host.err"; exit 1; }
+    perf record -q -e page-faults -c 1 -p "$pid" -o "$work/faults.data" -- sleep "$record"
+    kill -TERM "$pid"
+    wait "$pid" || true
+    perf script -i "$work/faults.data" -F ip,sym,dso --no-demangle 2>/dev/null |
+        awk -v dso="($host_path)" '$NF == dso && $2 != "[unknown]" { print $2 }' >>"$work/seen"
+    echo "hot-text: $manifest: $(sort -u "$work/seen" | wc -l) functions so far" >&2
+done
+sort "$work/seen" | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }' >"$work/new"
+if [[ ${FRESH:-0} == 1 || ! -f $order ]]; then
+    cp "$work/new" "$order"
+else
+    cat "$order" "$work/new" | awk '!seen[$0]++' >"$work/merged"
+    echo "hot-text: $(($(wc -l <"$work/merged") - $(wc -l <"$order"))) new functions" >&2
+    cp "$work/merged" "$order"
+fi
+echo "hot-text: $(wc -l <"$order") functions in $order" >&2
