@@ -9,7 +9,8 @@ fn main() {
         return;
     };
     let order = std::path::Path::new(&dir).join("hot-text.order");
-    // rustc links this target with lld, the linker that reads an ordering file.
+    // rustc 1.90 and later (the workspace needs 1.95) link this target with lld, which reads
+    // an ordering file.
     let lld = std::env::var("TARGET").is_ok_and(|target| target == "x86_64-unknown-linux-gnu");
     if lld && order.exists() {
         println!(
