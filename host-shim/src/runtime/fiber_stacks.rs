@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use tokio::task::futures::TaskLocalFuture;
 use wasmtime::{StackCreator, StackMemory};
 
 /// The engine's allocator of fiber stacks: anonymous mappings with a guard page below,
@@ -165,8 +166,11 @@ pub struct StackOwner(Arc<Mutex<Vec<Weak<Mapping>>>>);
 
 impl StackOwner {
     /// Runs `task` (a module's task) with the stacks it allocates counted to this owner.
-    pub async fn scope<F: Future>(self, task: F) -> F::Output {
-        OWNER.scope(self, task).await
+    ///
+    /// Not an `async fn`: one would keep `task` twice for as long as it runs, as its
+    /// argument and inside the future it awaits.
+    pub fn scope<F: Future>(self, task: F) -> TaskLocalFuture<StackOwner, F> {
+        OWNER.scope(self, task)
     }
 
     fn count(&self, mapping: &Arc<Mapping>) {

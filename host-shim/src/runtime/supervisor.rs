@@ -190,7 +190,7 @@ pub async fn supervise_reporting(
     let mut backoff = BackoffState::new(host.settings().backoff);
     let mut phase = stop.subscribe();
     let mut restarts = 0;
-    let metrics = host.metrics().clone();
+    let metrics = host.metrics();
     let name = module.name().to_owned();
     metrics.count_restarts(&name, 0);
     loop {

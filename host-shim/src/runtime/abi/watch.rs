@@ -62,71 +62,81 @@ fn is_collection_watch(info: &RequestInfo) -> bool {
 ///
 /// A watch lasts long and its task keeps room for the largest state it can be in: each way
 /// the watch can go (denied, shared, upstream head, events) is a boxed future of its own, so
-/// the task holds only the one it takes.
+/// the task holds only the one it takes. Not an `async fn`, which would keep its arguments
+/// twice for as long as the watch lasts.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
-pub async fn run_watch(
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps its arguments twice"
+)]
+pub fn run_watch(
     ctx: Arc<OpContext>,
     request: WatchRequest,
     sink: CompletionSink,
-) -> Result<(), ModuleGone> {
-    let sink = &sink;
-    let mut http_request = upstream::build_watch_request(&request);
-    let judged = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
-        Ok(Err(denied)) => return Box::pin(send_denied(&denied, &ctx.warnings, sink)).await,
-        Ok(Ok(judged)) => Some(judged),
-        Err(_) => None,
-    };
-    if let Some(watches) = &ctx.shared_watches
-        && let Ok(sent) = &http_request
-        && judged.is_some_and(|judged| is_collection_watch(&judged.info))
-        && !request.send_initial_events
-        && let Some(start) = StartAt::parse(&request.resource_version)
-    {
-        let key = WatchKey::of_watch(watches.identity.clone(), sent.uri().path(), &request);
-        let hint = match start {
-            StartAt::After(rv) => Some(rv),
-            StartAt::Now => None,
+) -> impl Future<Output = Result<(), ModuleGone>> + Send {
+    async move {
+        let sink = &sink;
+        let mut http_request = upstream::build_watch_request(&request);
+        let judged = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
+            Ok(Err(denied)) => return Box::pin(send_denied(&denied, &ctx.warnings, sink)).await,
+            Ok(Ok(judged)) => Some(judged),
+            Err(_) => None,
         };
-        let subscription = watches.cache.subscribe(&key, &ctx.upstream, hint);
-        let served = Box::pin(shared_watch::watch(subscription, &request, start, sink)).await?;
-        if served == Served::Done {
-            return Ok(());
+        if let Some(watches) = &ctx.shared_watches
+            && let Ok(sent) = &http_request
+            && judged.is_some_and(|judged| is_collection_watch(&judged.info))
+            && !request.send_initial_events
+            && let Some(start) = StartAt::parse(&request.resource_version)
+        {
+            let hint = match start {
+                StartAt::After(rv) => Some(rv),
+                StartAt::Now => None,
+            };
+            // In a block: the key is not kept while the watch is served.
+            let subscription = {
+                let key = WatchKey::of_watch(watches.identity.clone(), sent.uri().path(), &request);
+                watches.cache.subscribe(&key, &ctx.upstream, hint)
+            };
+            let served = Box::pin(shared_watch::watch(subscription, &request, start, sink)).await?;
+            if served == Served::Done {
+                return Ok(());
+            }
         }
-    }
-    let response = match http_request {
-        Ok(http_request) => Box::pin(ctx.upstream.send(http_request)).await,
-        Err(err) => Err(err),
-    };
-    let response = match response {
-        Ok(response) => response,
-        Err(err) => return sink.send(&Completion::Error(err), b"").await,
-    };
-    let status = response.status();
-    if !status.is_success() {
+        let response = match http_request {
+            Ok(http_request) => Box::pin(ctx.upstream.send(http_request)).await,
+            Err(err) => Err(err),
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(err) => return sink.send(&Completion::Error(err), b"").await,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let headers = upstream::header_pairs(response.headers());
+            return Box::pin(send_whole(
+                status.as_u16(),
+                headers,
+                response.into_body(),
+                ctx.limits,
+                &ctx.access.module,
+                sink,
+            ))
+            .await
+            .map(drop);
+        }
+        tracing::debug!(op = sink.op(), path = %request.path, "watch started");
+        let _open = ctx.metrics.watch_opened();
         let headers = upstream::header_pairs(response.headers());
-        return Box::pin(send_whole(
+        Box::pin(send_head_and_lines(
             status.as_u16(),
             headers,
             response.into_body(),
             ctx.limits,
-            &ctx.access.module,
             sink,
+            LinePolicy::WatchEvents,
         ))
         .await
-        .map(drop);
     }
-    tracing::debug!(op = sink.op(), path = %request.path, "watch started");
-    let _open = ctx.metrics.watch_opened();
-    let headers = upstream::header_pairs(response.headers());
-    Box::pin(send_head_and_lines(
-        status.as_u16(),
-        headers,
-        response.into_body(),
-        ctx.limits,
-        sink,
-        LinePolicy::WatchEvents,
-    ))
-    .await
 }

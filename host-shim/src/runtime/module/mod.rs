@@ -197,7 +197,7 @@ async fn run_inner(
         instance: None,
         exports: None,
     });
-    let shell = Shell {
+    let mut shell = Shell {
         completions: rx,
         phase: stop.subscribe(),
         phase_open: true,
@@ -217,11 +217,8 @@ async fn run_inner(
     };
     // The fiber stacks the module's stores allocate are counted to it, to be released
     // while it is idle.
-    shell
-        .stacks
-        .clone()
-        .scope(live(cx, &pre, shell, running))
-        .await
+    let stacks = shell.stacks.clone();
+    stacks.scope(live(cx, &pre, &mut shell, running)).await
 }
 
 /// Runs a module from `_start` to its end, suspending and resuming it as its policy says,
@@ -235,14 +232,14 @@ async fn run_inner(
 async fn live(
     cx: &ModuleContext<'_>,
     pre: &InstancePre<HostState>,
-    mut shell: Shell,
+    shell: &mut Shell,
     mut running: Box<Running>,
 ) -> ModuleOutcome {
     let entered = shell.enter();
-    let started = Box::pin(running.start(pre, &mut shell)).await;
+    let started = Box::pin(running.start(pre, shell)).await;
     shell.exit(entered);
     if let Err(outcome) = started {
-        running.finish(&shell);
+        running.finish(shell);
         return outcome;
     }
     let mut state = State::Resident(running);
@@ -253,7 +250,7 @@ async fn live(
         if let Some(outcome) = shell.main_returned(&state.host_state().ops) {
             break outcome;
         }
-        let due_at = state.due_at(&shell);
+        let due_at = state.due_at(shell);
         let wake = match state.next_refusal() {
             Some(refusal) => {
                 // A guest that answers each refusal with another op would otherwise keep
@@ -278,13 +275,13 @@ async fn live(
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
                         let planned = kind == OpKind::Delay && shell.between_timers();
-                        match Box::pin(suspended.resume(cx, pre, &mut shell, planned)).await {
+                        match Box::pin(suspended.resume(cx, pre, shell, planned)).await {
                             Ok(resumed) => resumed,
                             Err(outcome) => return outcome,
                         }
                     }
                 };
-                let delivered = Box::pin(running.deliver(delivery, kind, &mut shell)).await;
+                let delivered = Box::pin(running.deliver(delivery, kind, shell)).await;
                 shell.exit(entered);
                 state = State::Resident(running);
                 if let Err(outcome) = delivered {
@@ -293,17 +290,15 @@ async fn live(
             }
             Wake::Due => {
                 state = match state {
-                    State::Resident(running) => {
-                        match Box::pin(suspend(running, cx, &mut shell)).await {
-                            Suspend::Done(suspended) => State::Suspended(suspended),
-                            Suspend::Resident(running) => State::Resident(running),
-                            Suspend::Lost(outcome) => return outcome,
-                        }
-                    }
+                    State::Resident(running) => match Box::pin(suspend(running, cx, shell)).await {
+                        Suspend::Done(suspended) => State::Suspended(suspended),
+                        Suspend::Resident(running) => State::Resident(running),
+                        Suspend::Lost(outcome) => return outcome,
+                    },
                     State::Suspended(suspended) => {
                         // Ahead of its timer: resumed now, the timer delivered when due.
                         let entered = shell.enter();
-                        let resumed = Box::pin(suspended.resume(cx, pre, &mut shell, true)).await;
+                        let resumed = Box::pin(suspended.resume(cx, pre, shell, true)).await;
                         shell.exit(entered);
                         match resumed {
                             Ok(running) => {
@@ -319,7 +314,7 @@ async fn live(
             Wake::ReleaseCode => unsafe { shell.release_idle() },
         }
     };
-    state.finish(&shell);
+    state.finish(shell);
     outcome
 }
 
