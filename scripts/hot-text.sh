@@ -8,7 +8,7 @@
 #
 # Needs: a running control plane (`KUBECONFIG` and the other variables of its `env` file set;
 # the script creates the manifests' namespaces and the ring controller's CRD with `kubectl`),
-# `perf`, `gcc`, the manifests' modules, the release ring controller, and the host built as
+# `perf`, `gcc`, `nm`, the manifests' modules, the release ring controller, and the host built as
 # scripts/bench.sh builds it, alone: `cargo build --release -p host-shim` (built with other
 # packages it gets their features, other code and other names). The benchmark writes manifests
 # of the mixed fleet (`<out>/logs/<tag>-2/host.yaml`, `-3` suspended) and reports how much of the
@@ -17,7 +17,7 @@
 # Each manifest's host runs for SETTLE_S (40) seconds, then its page faults are recorded for
 # RECORD_S (30) seconds with scripts/hot-text/split-text.c preloaded, which makes every page of
 # code fault on its own. The functions seen are added to the order file (FRESH=1 starts it
-# anew), hottest first. Rebuild and run it again until few are new: functions that shared a
+# anew), hottest first; the names already listed are first carried over to this build's. Rebuild and run it again until few are new: functions that shared a
 # page with a hot one only show up once the hot ones have moved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,8 +51,21 @@ sort "$work/seen" | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }' >"$work/new"
 if [[ ${FRESH:-0} == 1 || ! -f $order ]]; then
     cp "$work/new" "$order"
 else
-    cat "$order" "$work/new" | awk '!seen[$0]++' >"$work/merged"
-    echo "hot-text: $(($(wc -l <"$work/merged") - $(wc -l <"$order"))) new functions" >&2
+    # The listed functions under this build's names: a generic function's name ends in a
+    # hash of its instance, which changes with the types in it (a changed future, a changed
+    # dependency). A name this build lacks becomes the one symbol that differs from it only
+    # in that hash; without exactly one, it is dropped.
+    nm --defined-only "$host" | awk '{ print $3 }' | sort -u >"$work/symbols"
+    awk -v symbols="$work/symbols" '
+        function base(name) { sub(/17h[0-9a-f]+E$/, "", name); return name }
+        BEGIN { while ((getline name < symbols) > 0) { have[name] = 1; count[base(name)]++; by[base(name)] = name } }
+        have[$0] { print; next }
+        count[base($0)] == 1 { print by[base($0)]; carried++; next }
+        { dropped++ }
+        END { printf "hot-text: %d listed names carried over to this build, %d dropped\n", carried, dropped > "/dev/stderr" }
+    ' "$order" >"$work/carried"
+    cat "$work/carried" "$work/new" | awk '!seen[$0]++' >"$work/merged"
+    echo "hot-text: $(($(wc -l <"$work/merged") - $(wc -l <"$work/carried"))) new functions" >&2
     cp "$work/merged" "$order"
 fi
 echo "hot-text: $(wc -l <"$order") functions in $order" >&2
