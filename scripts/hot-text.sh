@@ -16,9 +16,12 @@
 #
 # Each manifest's host runs for SETTLE_S (40) seconds, then its page faults are recorded for
 # RECORD_S (30) seconds with scripts/hot-text/split-text.c preloaded, which makes every page of
-# code fault on its own. The functions seen are added to the order file (FRESH=1 starts it
-# anew), hottest first; the names already listed are first carried over to this build's. Rebuild and run it again until few are new: functions that shared a
-# page with a hot one only show up once the hot ones have moved.
+# code fault on its own. The functions seen lead the new order file: the first manifest's
+# hottest first, then what each next manifest adds (so list the state that should cost least
+# first: a suspended fleet, whose few functions run after every code release). The others
+# listed follow, under this build's names; FRESH=1 starts it anew. Rebuild and run it
+# again until few are new: functions that shared a page with a hot one only show up once the
+# hot ones have moved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -gt 0 ]] || { sed -n '2,22p' "$0"; exit 2; }
@@ -44,27 +47,30 @@ for manifest in "$@"; do
     kill -TERM "$pid"
     wait "$pid" || true
     perf script -i "$work/faults.data" -F ip,sym,dso --no-demangle 2>/dev/null |
-        awk -v dso="($host_path)" '$NF == dso && $2 != "[unknown]" { print $2 }' >>"$work/seen"
+        awk -v dso="($host_path)" '$NF == dso && $2 != "[unknown]" { print $2 }' |
+        sort | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }' >>"$work/seen"
     echo "hot-text: $manifest: $(sort -u "$work/seen" | wc -l) functions so far" >&2
 done
-sort "$work/seen" | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }' >"$work/new"
+awk '!seen[$0]++' "$work/seen" >"$work/new"
 if [[ ${FRESH:-0} == 1 || ! -f $order ]]; then
     cp "$work/new" "$order"
 else
     # The listed functions under this build's names: a generic function's name ends in a
     # hash of its instance, which changes with the types in it (a changed future, a changed
-    # dependency). A name this build lacks becomes the one symbol that differs from it only
-    # in that hash; without exactly one, it is dropped.
+    # dependency), and a function ThinLTO made visible across its units ends in `.llvm.`
+    # and a hash of its unit, which changes with any code in that unit. A name this build
+    # lacks becomes the one symbol that differs from it only in those hashes; without
+    # exactly one, it is dropped.
     nm --defined-only "$host" | awk '{ print $3 }' | sort -u >"$work/symbols"
     awk -v symbols="$work/symbols" '
-        function base(name) { sub(/17h[0-9a-f]+E$/, "", name); return name }
+        function base(name) { sub(/[.]llvm[.][0-9]+$/, "", name); sub(/17h[0-9a-f]+E$/, "", name); return name }
         BEGIN { while ((getline name < symbols) > 0) { have[name] = 1; count[base(name)]++; by[base(name)] = name } }
         have[$0] { print; next }
         count[base($0)] == 1 { print by[base($0)]; carried++; next }
         { dropped++ }
         END { printf "hot-text: %d listed names carried over to this build, %d dropped\n", carried, dropped > "/dev/stderr" }
     ' "$order" >"$work/carried"
-    cat "$work/carried" "$work/new" | awk '!seen[$0]++' >"$work/merged"
+    cat "$work/new" "$work/carried" | awk '!seen[$0]++' >"$work/merged"
     echo "hot-text: $(($(wc -l <"$work/merged") - $(wc -l <"$work/carried"))) new functions" >&2
     cp "$work/merged" "$order"
 fi
