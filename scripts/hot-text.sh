@@ -24,7 +24,7 @@
 # hot ones have moved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -gt 0 ]] || { sed -n '2,22p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; }
 host=${HOST_SHIM:-target/release/host-shim}
 order=host-shim/hot-text.order
 settle=${SETTLE_S:-40}
