@@ -147,3 +147,22 @@ users:
     assert!(stderr.contains("module `asker` exited cleanly"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The host binary is linked position-dependent (`host-shim/build.rs`), so the dynamic loader
+/// writes nothing into its `.data.rel.ro` and the host can release those pages between events;
+/// built with `KUBE_WASM_HOST_PIE=1`, it is position-independent.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_host_binary_is_position_dependent_unless_built_otherwise() {
+    const ET_EXEC: u16 = 2;
+    const ET_DYN: u16 = 3;
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_host-shim")).expect("the host binary");
+    assert_eq!(&binary[..4], b"\x7fELF");
+    let e_type = u16::from_le_bytes([binary[16], binary[17]]);
+    let expected = if option_env!("KUBE_WASM_HOST_PIE") == Some("1") {
+        ET_DYN
+    } else {
+        ET_EXEC
+    };
+    assert_eq!(e_type, expected, "ELF type of the host binary");
+}

@@ -33,10 +33,13 @@
 //! The host binary is the same kind of mapping: a private, read-only mapping of the
 //! executable, of which start-up (kubeconfig, TLS, the engine, the linker) touches pages
 //! that an idle host never runs again — about 13 MiB of host-shim's text with one idle
-//! module. [`Code::of_host_binary`] covers the executable's clean read-only mappings (its
-//! text, read-only data and unwind tables; not the relocated `.data.rel.ro`, whose pages are
-//! anonymous copies), and every module entry also counts as running it: once no instance of
-//! any module has run for the release time, the host's pages are released too.
+//! module. [`Code::of_host_binary`] covers the runs of file pages in the read-only mappings
+//! of the executable and of the shared libraries it loaded (libc, libm, libgcc_s, the
+//! dynamic loader): text, read-only data, unwind tables, and the pages of `.data.rel.ro`
+//! the dynamic loader did not relocate — all but a few in a position-dependent executable,
+//! as the host is linked, none in a position-independent one. Every module entry also counts
+//! as running it: once no instance of any module has run for the release time, the host's
+//! pages are released too.
 //!
 //! # Released every release time too
 //!
@@ -158,12 +161,13 @@ impl Code {
         code
     }
 
-    /// The host binary's code: the mappings of the running executable that are private,
-    /// not writable, and hold only file pages now (text, read-only data, unwind tables; not
-    /// the relocated `.data.rel.ro`). Read from `/proc/self/maps`; nothing (never released)
-    /// if it cannot be read.
+    /// The host binary's code: the runs of file pages in the private, not writable mappings
+    /// of the running executable and its shared libraries (see [`host_mappings`]): text,
+    /// read-only data, unwind tables, and `.data.rel.ro` but for the pages the dynamic loader
+    /// relocated, which are anonymous copies. Read from `/proc/self/maps` and
+    /// `/proc/self/pagemap`; nothing (never released) if they cannot be read.
     pub fn of_host_binary() -> Self {
-        let ranges = match executable_mappings() {
+        let ranges = match host_mappings() {
             Ok(ranges) => ranges,
             Err(err) => {
                 tracing::debug!("the host binary's mappings cannot be read: {err}");
@@ -171,8 +175,13 @@ impl Code {
             }
         };
         let mut code = Self::for_ranges(ranges.into_iter());
-        code.images
-            .retain(|&image| only_file_pages(image).unwrap_or(false));
+        // The loader relocates before `main` and then makes these mappings read-only, so
+        // which of their pages are anonymous copies is settled for the process's life.
+        code.images = code
+            .images
+            .iter()
+            .flat_map(|&image| file_page_runs(image).unwrap_or_default())
+            .collect();
         code.runs_outside_entries = true;
         code
     }
@@ -375,14 +384,26 @@ impl Drop for PeriodicRelease {
     }
 }
 
-/// The ranges `[start, end)` of the running executable's private, not writable mappings,
-/// from `/proc/self/maps` (the executable is recognised by device and inode, or by the path
-/// `/proc/self/exe` names, which works too for a binary replaced on disk since it started).
-fn executable_mappings() -> io::Result<Vec<(usize, usize)>> {
+/// The ranges `[start, end)` of the private, not writable file mappings of the running
+/// executable and of the shared libraries it has loaded, from `/proc/self/maps`. The
+/// executable is recognised by device and inode, or by the path `/proc/self/exe` names (which
+/// works too for a binary replaced on disk since it started); a library is one that
+/// `dlopen(RTLD_NOLOAD)` finds loaded, and is pinned then (`RTLD_NODELETE`), so that its
+/// range never holds anything else while the host releases its pages.
+fn host_mappings() -> io::Result<Vec<(usize, usize)>> {
     use std::os::unix::fs::MetadataExt as _;
     let exe = std::fs::metadata("/proc/self/exe")?;
     let exe_path = std::fs::read_link("/proc/self/exe")?;
     let maps = std::fs::read_to_string("/proc/self/maps")?;
+    let mut pinned: Vec<(String, bool)> = Vec::new();
+    let mut is_pinned_library = |path: &str| -> bool {
+        if let Some(&(_, known)) = pinned.iter().find(|(seen, _)| seen == path) {
+            return known;
+        }
+        let loaded = path.starts_with('/') && pin_loaded_library(path);
+        pinned.push((path.to_owned(), loaded));
+        loaded
+    };
     Ok(maps
         .lines()
         .filter_map(|line| {
@@ -402,7 +423,8 @@ fn executable_mappings() -> io::Result<Vec<(usize, usize)>> {
                 perms.starts_with('r') && !perms.contains('w') && perms.ends_with('p');
             let executable =
                 (inode == exe.ino() && dev == exe.dev()) || Path::new(&path) == exe_path;
-            (private_read_only && executable).then_some((
+            let host = private_read_only && inode != 0 && (executable || is_pinned_library(&path));
+            host.then_some((
                 usize::from_str_radix(start, 16).ok()?,
                 usize::from_str_radix(end, 16).ok()?,
             ))
@@ -410,10 +432,58 @@ fn executable_mappings() -> io::Result<Vec<(usize, usize)>> {
         .collect())
 }
 
-/// Whether every page of `image` that is resident or swapped is a file page (bit 61 of its
+/// Whether the shared object at `path` is loaded in this process; if it is, it is never
+/// unloaded from now on (`dlopen(RTLD_NOLOAD | RTLD_NODELETE)`, then `dlclose` of that handle).
+fn pin_loaded_library(path: &str) -> bool {
+    let Ok(path) = std::ffi::CString::new(path) else {
+        return false;
+    };
+    // SAFETY: `path` is a NUL-terminated string; with `RTLD_NOLOAD` nothing is loaded (no
+    // initialiser runs), and the handle is closed at once, `RTLD_NODELETE` keeping the object.
+    unsafe {
+        let handle = libc::dlopen(
+            path.as_ptr(),
+            libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+        );
+        if handle.is_null() {
+            return false;
+        }
+        libc::dlclose(handle);
+    }
+    true
+}
+
+/// Whether every page of `image` that is resident or swapped is a file page.
+fn only_file_pages(image: Image) -> io::Result<bool> {
+    Ok(page_kinds(image)?.iter().all(|&file| file))
+}
+
+/// The maximal runs of `image`'s pages that hold no anonymous page (see [`only_file_pages`]).
+fn file_page_runs(image: Image) -> io::Result<Vec<Image>> {
+    let page = page_size();
+    let kinds = page_kinds(image)?;
+    let mut runs = Vec::new();
+    let mut run_start = None;
+    for (index, &file) in kinds.iter().chain([&false]).enumerate() {
+        match (file, run_start) {
+            (true, None) => run_start = Some(index),
+            (false, Some(first)) => {
+                runs.push(Image {
+                    start: image.start + first * page,
+                    len: (index - first) * page,
+                });
+                run_start = None;
+            }
+            _ => {}
+        }
+    }
+    Ok(runs)
+}
+
+/// For each page of `image`, whether it is absent or a file page (bit 61 of its
 /// `/proc/self/pagemap` entry; bit 63: present, bit 62: swapped — a swapped page is
 /// anonymous).
-fn only_file_pages(image: Image) -> io::Result<bool> {
+fn page_kinds(image: Image) -> io::Result<Vec<bool>> {
     const PRESENT: u64 = 1 << 63;
     const SWAPPED: u64 = 1 << 62;
     const FILE: u64 = 1 << 61;
@@ -422,10 +492,13 @@ fn only_file_pages(image: Image) -> io::Result<bool> {
     pagemap.seek(SeekFrom::Start((image.start / page * 8) as u64))?;
     let mut entries = vec![0u8; image.len / page * 8];
     pagemap.read_exact(&mut entries)?;
-    Ok(entries.chunks_exact(8).all(|entry| {
-        let bits = u64::from_ne_bytes(entry.try_into().unwrap_or_default());
-        bits & SWAPPED == 0 && (bits & PRESENT == 0 || bits & FILE != 0)
-    }))
+    Ok(entries
+        .chunks_exact(8)
+        .map(|entry| {
+            let bits = u64::from_ne_bytes(entry.try_into().unwrap_or_default());
+            bits & SWAPPED == 0 && (bits & PRESENT == 0 || bits & FILE != 0)
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -596,6 +669,54 @@ mod tests {
         );
         assert_eq!(mapping.resident_pages(), 4);
         assert_eq!(mapping.bytes()[2 * page_size()], b'y', "the write is kept");
+    }
+
+    #[test]
+    fn the_runs_between_written_pages_are_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mapping = Mapping::new(dir.path(), 6, true);
+        mapping.touch();
+        let page = page_size();
+        for written in [0, 3] {
+            // SAFETY: the mapping is writable; this makes the page a private anonymous copy.
+            unsafe { *((mapping.start + written * page) as *mut u8) = b'y' };
+        }
+        let runs = file_page_runs(Image {
+            start: mapping.start,
+            len: 6 * page,
+        })
+        .expect("pagemap");
+        let found: Vec<(usize, usize)> = runs
+            .iter()
+            .map(|run| ((run.start - mapping.start) / page, run.len / page))
+            .collect();
+        assert_eq!(found, [(1, 2), (4, 2)], "(first page, pages) of each run");
+    }
+
+    #[test]
+    fn the_host_binarys_code_covers_its_shared_libraries() {
+        let code = Code::of_host_binary();
+        let covered = |address: usize| {
+            code.images
+                .iter()
+                .any(|image| (image.start..image.start + image.len).contains(&address))
+        };
+        assert!(
+            covered(the_host_binarys_code_covers_its_shared_libraries as *const () as usize),
+            "the executable's text"
+        );
+        let getpid = libc::getpid as *const () as usize;
+        // SAFETY: `dladdr` fills `info` for an address of this process; `dli_fname` is then a
+        // NUL-terminated string owned by the dynamic loader.
+        let object = unsafe {
+            let mut info: libc::Dl_info = std::mem::zeroed();
+            assert_ne!(libc::dladdr(getpid as *const libc::c_void, &mut info), 0);
+            std::ffi::CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned()
+        };
+        assert!(object.contains("libc.so"), "getpid lies in {object}");
+        assert!(covered(getpid), "libc's text");
     }
 
     #[test]
