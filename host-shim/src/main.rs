@@ -38,6 +38,9 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(BLOCKING_THREADS)
+        .on_thread_park(|| {
+            host_shim::runtime::idle_stack::release_unused_if_due();
+        })
         .build()
     {
         Ok(runtime) => runtime,
@@ -47,7 +50,13 @@ fn main() -> ExitCode {
         }
     };
     let exit = match cli.command {
-        Command::Run(args) => runtime.block_on(run_host(*args)),
+        // On a worker, whose stack is released as it parks (`runtime::idle_stack`): the main
+        // thread's would keep all that the host's start-up touched.
+        Command::Run(args) => runtime.block_on(async {
+            tokio::spawn(run_host(*args))
+                .await
+                .unwrap_or_else(|join| Err(anyhow::anyhow!("the host task failed: {join}")))
+        }),
         Command::Push(args) => runtime.block_on(push(args)).map(HostExit::Status),
         Command::Crd => host_shim::fleet::wasm_controller::crd_yaml().map(|yaml| {
             print!("{yaml}");

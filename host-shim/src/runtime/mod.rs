@@ -2,7 +2,8 @@
 //! process, [`compiler`], when the host runs as `host-shim run`), a [`Host`]
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
-//! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]), and the [`supervisor`] runs them all, restarting each
+//! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]), as
+//! are the host threads' unused stacks ([`idle_stack`]), and the [`supervisor`] runs them all, restarting each
 //! as its [`restart`] policy says, with [`backoff`](crate::backoff). Each module's
 //! [`quota`]s bound what it can make the host hold.
 //!
@@ -15,6 +16,7 @@ pub mod engine;
 pub mod fiber_stacks;
 pub mod host;
 pub mod idle_code;
+pub mod idle_stack;
 pub(crate) mod memory_cap;
 pub mod module;
 pub(crate) mod ops;
