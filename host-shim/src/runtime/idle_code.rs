@@ -292,7 +292,8 @@ impl Code {
         }
         for &image in &self.images {
             // SAFETY: the range is a private, read-only file mapping that lives as long as
-            // `self` (it belongs to the `Module` whose image it is, or to the executable),
+            // `self` (it belongs to the `Module` whose image it is, to the executable, or to
+            // a shared library pinned for the process's life, see `host_mappings`),
             // and it holds no anonymous page (checked just above; a read-only mapping cannot
             // gain one), so dropping its pages loses nothing: each comes back from the file
             // on its next touch.
