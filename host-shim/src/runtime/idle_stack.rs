@@ -36,12 +36,16 @@ pub fn release_unused_if_due() -> usize {
 }
 
 /// Drops the pages of the calling thread's stack below its current frame, less
-/// [`KEPT_BELOW_BYTES`]. Returns the bytes of address space released: 0 when the stack's
-/// bounds are unknown (`pthread_getattr_np` failed) or nothing lies that far below. Only for
-/// threads started by `pthread_create` (not the main thread, whose stack bounds glibc
-/// reports from the stack size limit rather than the mapping).
+/// [`KEPT_BELOW_BYTES`]. Returns the bytes of address space released: 0 on the process's main
+/// thread (glibc reports its stack bounds from the stack size limit, not from its mapping, so
+/// it is left alone), when the stack's bounds are unknown (`pthread_getattr_np` failed), or
+/// when nothing lies that far below.
 #[inline(never)]
 pub fn release_unused() -> usize {
+    // SAFETY: getpid and gettid have no preconditions.
+    if unsafe { libc::gettid() == libc::getpid() } {
+        return 0;
+    }
     let Some(lowest) = stack_lowest_address() else {
         return 0;
     };
@@ -136,6 +140,28 @@ mod tests {
             .expect("thread")
             .join()
             .expect("the thread ran");
+    }
+
+    #[test]
+    fn the_main_threads_stack_is_left_alone() {
+        // The harness runs each test on a thread of its own; a child process's only thread
+        // is its main thread.
+        // SAFETY: the child only calls `release_unused` and `_exit`, both async-signal-safe
+        // enough for a child of a multi-threaded parent (no locks are taken).
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            let released = release_unused();
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(if released == 0 { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child's main thread released its stack (status {status})"
+        );
     }
 
     #[test]
