@@ -16,7 +16,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=KUBE_WASM_HOST_PIE");
     let target = std::env::var("TARGET").unwrap_or_default();
     let pie = std::env::var("KUBE_WASM_HOST_PIE").is_ok_and(|value| value == "1");
-    if target.contains("-linux-") && !pie {
+    // glibc targets only: musl's are linked static-pie by default, another link mode.
+    if target.contains("-linux-gnu") && !pie {
         println!("cargo:rustc-link-arg-bin=host-shim=-no-pie");
     }
     let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
