@@ -151,7 +151,7 @@ users:
 /// The host binary is linked position-dependent (`host-shim/build.rs`), so the dynamic loader
 /// writes nothing into its `.data.rel.ro` and the host can release those pages between events;
 /// built with `KUBE_WASM_HOST_PIE=1`, it is position-independent.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn the_host_binary_is_position_dependent_unless_built_otherwise() {
     const ET_EXEC: u16 = 2;
