@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::{Guest, call_with_frame, idle_upstream, test_settings};
 use host_shim::backoff::Backoff;
 use host_shim::runtime::engine::PoolSize;
+use host_shim::runtime::module::EndReason;
 use host_shim::runtime::supervisor::ModuleReport;
 use host_shim::{
     Host, ModuleError, ModuleOptions, ModuleOutcome, RestartPolicy, Settings, Supervisor,
@@ -196,7 +197,13 @@ async fn a_restarted_module_starts_fresh_and_never_restarts_under_never() {
     });
     let reports = supervisor.run_all(vec![again, once]).await;
     let again = report(&reports, "again");
-    assert_eq!(again.outcome, ModuleOutcome::Exited(3));
+    // The stop usually finds it waiting out its backoff (its last run exited 3), but may find
+    // it inside a run, which it ends as a native process without a stop handler would end.
+    let stopped_in_a_run = match &again.outcome {
+        ModuleOutcome::Exited(3) => false,
+        ModuleOutcome::Ended(EndReason::NeverAskedForStop) => true,
+        other => panic!("`again` ended as {other:?}"),
+    };
     assert!(again.restarts >= 2, "{}", again.restarts);
     let once = report(&reports, "once");
     assert_eq!(
@@ -208,7 +215,13 @@ async fn a_restarted_module_starts_fresh_and_never_restarts_under_never() {
         .lines()
         .filter_map(|l| l.strip_prefix("[again] "))
         .collect();
-    assert_eq!(again_lines.len() as u32, again.restarts + 1);
+    // One line a run; a run the stop ended may not have printed yet.
+    let runs = again.restarts + 1;
+    let printed = again_lines.len() as u32;
+    assert!(
+        printed == runs || (stopped_in_a_run && printed + 1 == runs),
+        "{printed} lines from {runs} runs"
+    );
     assert!(again_lines.iter().all(|l| *l == "1"), "{again_lines:?}");
 }
 
