@@ -138,7 +138,8 @@ impl Drop for Entered {
     }
 }
 
-fn page_size() -> usize {
+/// The system page size in bytes (4 KiB if `sysconf` cannot tell).
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size)

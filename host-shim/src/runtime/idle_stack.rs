@@ -11,6 +11,8 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+use super::idle_code::page_size;
+
 /// How often one thread releases its stack at most.
 pub const RELEASE_EVERY: Duration = Duration::from_secs(2);
 
@@ -82,12 +84,6 @@ fn stack_lowest_address() -> Option<usize> {
         libc::pthread_attr_destroy(&mut attr);
         (found == 0 && !address.is_null()).then_some(address as usize)
     }
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096)
 }
 
 #[cfg(test)]
