@@ -103,10 +103,7 @@ fn check_object(object: &ObjectJson) -> Value {
     assert!(value.is_object(), "the cache keeps a non-object: {value}");
     let meta = &value["metadata"];
     let text = |field: &str| meta.get(field).and_then(Value::as_str).unwrap_or_default();
-    assert_eq!(
-        (text("namespace").to_owned(), text("name").to_owned()),
-        object.key
-    );
+    assert_eq!((text("namespace").into(), text("name").into()), object.key);
     assert_eq!(
         text("resourceVersion").parse::<u64>().ok(),
         Some(object.resource_version)

@@ -2,15 +2,17 @@
 //! list, answered from the cache with the completions the API server's answer would have
 //! produced (SPEC.md, "`watch` header" and "Completions").
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use kube_wasm_abi::{Completion, DEFAULT_WATCH_TIMEOUT_SECS, WatchRequest};
 use tokio::time::Instant;
 
 use crate::runtime::ops::{CompletionSink, ModuleGone};
-use crate::upstream::watch_cache::event::{bookmark_line, too_old_line};
+use crate::upstream::watch_cache::event::{TypeMeta, bookmark_line, too_old_line};
 use crate::upstream::watch_cache::store::NotHeld;
-use crate::upstream::watch_cache::{Phase, Reader, StartAt, Subscription};
+use crate::upstream::watch_cache::{Phase, Reader, Shared, StartAt, Subscription};
 
 /// kube-apiserver sends a watcher that asked for bookmarks one this long before its timeout.
 const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -81,40 +83,30 @@ pub(crate) async fn watch(
     let mut changes = shared.watch_changes();
     changes.borrow_and_update();
 
-    let snapshot = {
-        let mut state = shared.lock();
-        let generation = state.generation;
-        let item_type = state.store.item_type().cloned();
-        match start {
-            StartAt::Now => Ok((state.store.initial_events(), state.store.resource_version())),
-            StartAt::After(rv) => state.store.since(rv).map(|events| {
-                let cursor = events.last().map_or(rv, |e| e.resource_version);
-                (events.iter().map(|e| e.line.clone()).collect(), cursor)
-            }),
+    // Matched on the call, not on a local: its value is not kept while the watch lasts.
+    let Reading {
+        generation,
+        initial,
+        mut cursor,
+        item_type,
+        reader,
+    } = match start_reading(shared, start) {
+        Ok(reading) => reading,
+        Err(NotHeld::Released) => {
+            tracing::debug!(
+                op = sink.op(),
+                "a watch resumes from before the shared history; sending it upstream"
+            );
+            return Ok(Served::Upstream);
         }
-        .map(|(initial, cursor)| {
-            let reader = Reader::new(shared, &mut state, cursor);
-            (generation, initial, cursor, item_type, reader)
-        })
+        Err(NotHeld::Expired(too_old)) => {
+            sink.send(&ok_head(), b"").await?;
+            let line = too_old_line(too_old.asked, too_old.oldest);
+            sink.send(&Completion::WatchEvent {}, &line).await?;
+            sink.send(&Completion::End {}, b"").await?;
+            return Ok(Served::Done);
+        }
     };
-    let (generation, initial, mut cursor, item_type, reader): (u64, Vec<_>, u64, _, _) =
-        match snapshot {
-            Ok(snapshot) => snapshot,
-            Err(NotHeld::Released) => {
-                tracing::debug!(
-                    op = sink.op(),
-                    "a watch resumes from before the shared history; sending it upstream"
-                );
-                return Ok(Served::Upstream);
-            }
-            Err(NotHeld::Expired(too_old)) => {
-                sink.send(&ok_head(), b"").await?;
-                let line = too_old_line(too_old.asked, too_old.oldest);
-                sink.send(&Completion::WatchEvent {}, &line).await?;
-                sink.send(&Completion::End {}, b"").await?;
-                return Ok(Served::Done);
-            }
-        };
     let started_at = match start {
         StartAt::After(rv) => rv,
         StartAt::Now => cursor,
@@ -124,15 +116,20 @@ pub(crate) async fn watch(
         sink.send(&Completion::WatchEvent {}, &line).await?;
     }
     loop {
-        let bookmark_due = bookmark_at.unwrap_or(deadline);
+        // One timer for the bookmark and the timeout, whichever comes first (each costs the
+        // op's task room for as long as the watch lasts).
+        let wake_at = bookmark_at.map_or(deadline, |at| at.min(deadline));
         tokio::select! {
             changed = changes.changed() => {
                 if changed.is_err() {
                     break;
                 }
             }
-            () = tokio::time::sleep_until(deadline) => break,
-            () = tokio::time::sleep_until(bookmark_due), if bookmark_at.is_some() => {}
+            () = tokio::time::sleep_until(wake_at) => {
+                if Instant::now() >= deadline {
+                    break;
+                }
+            }
         }
         changes.borrow_and_update();
         let batch = {
@@ -178,6 +175,42 @@ pub(crate) async fn watch(
     }
     sink.send(&Completion::End {}, b"").await?;
     Ok(Served::Done)
+}
+
+/// Where a watch begins reading a shared watch's store.
+struct Reading {
+    /// The store's generation (a new LIST ends the watch).
+    generation: u64,
+    /// The lines sent first: the current objects as `ADDED`, or the events after the start.
+    initial: Vec<Bytes>,
+    /// The resourceVersion after them.
+    cursor: u64,
+    /// The objects' type (for bookmarks), once known.
+    item_type: Option<TypeMeta>,
+    /// The watch's reader registration.
+    reader: Reader,
+}
+
+/// Where a watch from `start` begins reading `shared`.
+fn start_reading(shared: &Arc<Shared>, start: StartAt) -> Result<Reading, NotHeld> {
+    let mut state = shared.lock();
+    let generation = state.generation;
+    let item_type = state.store.item_type().cloned();
+    let (initial, cursor) = match start {
+        StartAt::Now => (state.store.initial_events(), state.store.resource_version()),
+        StartAt::After(rv) => state.store.since(rv).map(|events| {
+            let cursor = events.last().map_or(rv, |e| e.resource_version);
+            (events.iter().map(|e| e.line.clone()).collect(), cursor)
+        })?,
+    };
+    let reader = Reader::new(shared, &mut state, cursor);
+    Ok(Reading {
+        generation,
+        initial,
+        cursor,
+        item_type,
+        reader,
+    })
 }
 
 /// Serves a module's `resourceVersion=0` list from the shared watch's store: one final

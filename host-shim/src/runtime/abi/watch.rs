@@ -32,7 +32,7 @@ use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::runtime::state::{HostState, OpContext};
 use crate::upstream::client as upstream;
 use crate::upstream::request_info::RequestInfo;
-use crate::upstream::watch_cache::{StartAt, WatchKey};
+use crate::upstream::watch_cache::{StartAt, Subscription, WatchKey};
 
 /// Adds `watch` to `linker`.
 ///
@@ -58,12 +58,34 @@ fn is_collection_watch(info: &RequestInfo) -> bool {
         if r.verb == "watch" && r.name.is_empty() && r.subresource.is_empty())
 }
 
+/// The shared watch that serves `request`, and where it starts, if the host shares watches
+/// and `request` is a collection watch the module may make, from `""`, `"0"` or a numeric
+/// resourceVersion, without `send_initial_events`.
+fn shared_route(ctx: &OpContext, request: &WatchRequest) -> Option<(Subscription, StartAt)> {
+    let watches = ctx.shared_watches.as_ref()?;
+    if request.send_initial_events {
+        return None;
+    }
+    let start = StartAt::parse(&request.resource_version)?;
+    let mut http_request = upstream::build_watch_request(request).ok()?;
+    let judged = ctx.access.authorize(&mut http_request).ok()?;
+    if !is_collection_watch(&judged.info) {
+        return None;
+    }
+    let hint = match start {
+        StartAt::After(rv) => Some(rv),
+        StartAt::Now => None,
+    };
+    let key = WatchKey::of_watch(watches.identity.clone(), http_request.uri().path(), request);
+    Some((watches.cache.subscribe(&key, &ctx.upstream, hint), start))
+}
+
 /// Runs one watch and sends its completions to `sink`.
 ///
 /// A watch lasts long and its task keeps room for the largest state it can be in: each way
-/// the watch can go (denied, shared, upstream head, events) is a boxed future of its own, so
-/// the task holds only the one it takes. Not an `async fn`, which would keep its arguments
-/// twice for as long as the watch lasts.
+/// the watch can go (shared, upstream) is a boxed future of its own, so the task holds only
+/// the one it takes. Not an `async fn`, which would keep its arguments twice for as long as
+/// the watch lasts.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
@@ -77,66 +99,66 @@ pub fn run_watch(
     sink: CompletionSink,
 ) -> impl Future<Output = Result<(), ModuleGone>> + Send {
     async move {
-        let sink = &sink;
-        let mut http_request = upstream::build_watch_request(&request);
-        let judged = match http_request.as_mut().map(|r| ctx.access.authorize(r)) {
-            Ok(Err(denied)) => return Box::pin(send_denied(&denied, &ctx.warnings, sink)).await,
-            Ok(Ok(judged)) => Some(judged),
-            Err(_) => None,
-        };
-        if let Some(watches) = &ctx.shared_watches
-            && let Ok(sent) = &http_request
-            && judged.is_some_and(|judged| is_collection_watch(&judged.info))
-            && !request.send_initial_events
-            && let Some(start) = StartAt::parse(&request.resource_version)
-        {
-            let hint = match start {
-                StartAt::After(rv) => Some(rv),
-                StartAt::Now => None,
-            };
-            // In a block: the key is not kept while the watch is served.
-            let subscription = {
-                let key = WatchKey::of_watch(watches.identity.clone(), sent.uri().path(), &request);
-                watches.cache.subscribe(&key, &ctx.upstream, hint)
-            };
-            let served = Box::pin(shared_watch::watch(subscription, &request, start, sink)).await?;
+        if let Some((subscription, start)) = shared_route(&ctx, &request) {
+            let served =
+                Box::pin(shared_watch::watch(subscription, &request, start, &sink)).await?;
             if served == Served::Done {
                 return Ok(());
             }
         }
-        let response = match http_request {
-            Ok(http_request) => Box::pin(ctx.upstream.send(http_request)).await,
-            Err(err) => Err(err),
-        };
-        let response = match response {
-            Ok(response) => response,
-            Err(err) => return sink.send(&Completion::Error(err), b"").await,
-        };
-        let status = response.status();
-        if !status.is_success() {
-            let headers = upstream::header_pairs(response.headers());
-            return Box::pin(send_whole(
-                status.as_u16(),
-                headers,
-                response.into_body(),
-                ctx.limits,
-                &ctx.access.module,
-                sink,
-            ))
-            .await
-            .map(drop);
-        }
-        tracing::debug!(op = sink.op(), path = %request.path, "watch started");
-        let _open = ctx.metrics.watch_opened();
+        Box::pin(watch_upstream(&ctx, &request, &sink)).await
+    }
+}
+
+/// Sends `request` upstream as the module's own watch (judged again: no HTTP request is kept
+/// while a shared watch serves the op) and its answer to `sink`: each way it can go
+/// (denied, an answer that is not a watch, the events) is boxed in turn.
+///
+/// # Errors
+/// [`ModuleGone`] if the module ended meanwhile.
+async fn watch_upstream(
+    ctx: &OpContext,
+    request: &WatchRequest,
+    sink: &CompletionSink,
+) -> Result<(), ModuleGone> {
+    let mut http_request = upstream::build_watch_request(request);
+    if let Ok(sent) = &mut http_request
+        && let Err(denied) = ctx.access.authorize(sent)
+    {
+        return Box::pin(send_denied(&denied, &ctx.warnings, sink)).await;
+    }
+    let response = match http_request {
+        Ok(http_request) => Box::pin(ctx.upstream.send(http_request)).await,
+        Err(err) => Err(err),
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(err) => return sink.send(&Completion::Error(err), b"").await,
+    };
+    let status = response.status();
+    if !status.is_success() {
         let headers = upstream::header_pairs(response.headers());
-        Box::pin(send_head_and_lines(
+        return Box::pin(send_whole(
             status.as_u16(),
             headers,
             response.into_body(),
             ctx.limits,
+            &ctx.access.module,
             sink,
-            LinePolicy::WatchEvents,
         ))
         .await
+        .map(drop);
     }
+    tracing::debug!(op = sink.op(), path = %request.path, "watch started");
+    let _open = ctx.metrics.watch_opened();
+    let headers = upstream::header_pairs(response.headers());
+    Box::pin(send_head_and_lines(
+        status.as_u16(),
+        headers,
+        response.into_body(),
+        ctx.limits,
+        sink,
+        LinePolicy::WatchEvents,
+    ))
+    .await
 }

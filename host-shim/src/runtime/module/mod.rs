@@ -236,12 +236,12 @@ async fn live(
     mut running: Box<Running>,
 ) -> ModuleOutcome {
     let entered = shell.enter();
-    let started = Box::pin(running.start(pre, shell)).await;
-    shell.exit(entered);
-    if let Err(outcome) = started {
+    if let Err(outcome) = Box::pin(running.start(pre, shell)).await {
+        shell.exit(entered);
         running.finish(shell);
         return outcome;
     }
+    shell.exit(entered);
     let mut state = State::Resident(running);
     let outcome = loop {
         if let Some(outcome) = shell.ended_by_phase(state.host_state().asked_for_stop) {
@@ -251,15 +251,15 @@ async fn live(
             break outcome;
         }
         let due_at = state.due_at(shell);
-        let wake = match state.next_refusal() {
-            Some(refusal) => {
-                // A guest that answers each refusal with another op would otherwise keep
-                // this task from ever yielding; like a channel receive, count against
-                // tokio's cooperative budget.
-                tokio::task::consume_budget().await;
-                Wake::Completion(refusal)
-            }
-            None => shell.wait(due_at, shell.release_at()).await,
+        // `if let`, not `match`: the scrutinee is then not kept while the loop waits.
+        let wake = if let Some(refusal) = state.next_refusal() {
+            // A guest that answers each refusal with another op would otherwise keep
+            // this task from ever yielding; like a channel receive, count against
+            // tokio's cooperative budget.
+            tokio::task::consume_budget().await;
+            Wake::Completion(refusal)
+        } else {
+            shell.wait(due_at, shell.release_at()).await
         };
         match wake {
             Wake::Look => {}

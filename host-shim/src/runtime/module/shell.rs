@@ -204,6 +204,10 @@ impl Shell {
         due_at: Option<Instant>,
         release_at: Option<Instant>,
     ) -> Wake {
+        let first = match (due_at, release_at) {
+            (Some(due), Some(release)) => Some(due.min(release)),
+            (due, release) => due.or(release),
+        };
         tokio::select! {
             biased;
             changed = self.phase.changed(), if self.phase_open => {
@@ -216,12 +220,14 @@ impl Shell {
                 // The host state holds a sender, so the channel cannot close.
                 None => Wake::Look,
             },
-            // Biased: reached only when no completion is waiting.
-            () = tokio::time::sleep_until(due_at.unwrap_or_else(Instant::now)), if due_at.is_some() => {
-                Wake::Due
-            }
-            () = tokio::time::sleep_until(release_at.unwrap_or_else(Instant::now)), if release_at.is_some() => {
-                Wake::ReleaseCode
+            // Biased: reached only when no completion is waiting. One timer for both times
+            // (each costs a module's task room for as long as it waits).
+            () = tokio::time::sleep_until(first.unwrap_or_else(Instant::now)), if first.is_some() => {
+                if due_at.is_some_and(|due| due <= Instant::now()) {
+                    Wake::Due
+                } else {
+                    Wake::ReleaseCode
+                }
             }
         }
     }

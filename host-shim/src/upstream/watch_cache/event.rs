@@ -9,8 +9,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// An object's place in the store: `(namespace, name)`; the namespace is empty for
-/// cluster-scoped objects.
-pub type ObjectKey = (String, String);
+/// cluster-scoped objects. Boxed strings: a store's ordered map keeps room for eleven keys
+/// in each node, however few objects it holds.
+pub type ObjectKey = (Box<str>, Box<str>);
 
 /// The `type` of a watch event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,8 +111,8 @@ struct Meta {
 impl Meta {
     fn into_key(self) -> ObjectKey {
         (
-            self.namespace.unwrap_or_default(),
-            self.name.unwrap_or_default(),
+            self.namespace.unwrap_or_default().into_boxed_str(),
+            self.name.unwrap_or_default().into_boxed_str(),
         )
     }
 }
@@ -366,7 +367,7 @@ mod tests {
             panic!("a change")
         };
         assert_eq!(kind, EventType::Modified);
-        assert_eq!(object.key, ("n".to_owned(), "a".to_owned()));
+        assert_eq!(object.key, ("n".into(), "a".into()));
         assert_eq!(object.resource_version, 42);
         assert!(object.json.starts_with(b"{\"kind\":\"ConfigMap\""));
         assert!(object.json.ends_with(b"\"v\"}}"));

@@ -84,15 +84,61 @@ impl Start {
 
 /// Runs the informer of `shared` until it is aborted (no subscriber for the linger time) or
 /// its LIST is refused.
-pub(crate) async fn run_informer(
+///
+/// The task lives as long as the shared watch and keeps room for its largest state: the
+/// listing is boxed, so only the watching's state is held between events. Not an `async fn`,
+/// which would keep its arguments twice.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps its arguments twice"
+)]
+pub(crate) fn run_informer(
     shared: Arc<Shared>,
     upstream: Upstream,
     cache: WatchCache,
     start: Start,
-) {
-    let mut retry = BackoffState::new(RETRY);
-    let mut start_hint = start.hint;
-    let mut seeded = start.seeded(&shared.key);
+) -> impl Future<Output = ()> + Send {
+    async move {
+        let mut retry = BackoffState::new(RETRY);
+        let mut start = Some(start);
+        loop {
+            let listed = list_until_given(&upstream, &shared, &cache, &mut retry, start.take());
+            let Some(list) = Box::pin(listed).await else {
+                return;
+            };
+            store_list(&shared, &cache, list);
+            loop {
+                let attempt = Instant::now();
+                match watch(&upstream, &shared, &cache).await {
+                    WatchEnd::Closed => {}
+                    WatchEnd::Relist(why) => {
+                        tracing::info!(key = %shared.key, "shared watch relists: {why}");
+                        break;
+                    }
+                    WatchEnd::Broken(err) => {
+                        tracing::warn!(key = %shared.key, "shared watch broke off: {err}");
+                        tokio::time::sleep(retry.delay_after(attempt.elapsed())).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// LISTs until the API server gives the list (the first time from `start`: its seed, or
+/// `Exact` at its hint), after a backoff for each transient failure. `None` if the API server
+/// refuses the LIST: the cache forgets `shared`, whose watches then go upstream.
+async fn list_until_given(
+    upstream: &Upstream,
+    shared: &Arc<Shared>,
+    cache: &WatchCache,
+    retry: &mut BackoffState,
+    start: Option<Start>,
+) -> Option<ParsedList> {
+    let (mut start_hint, mut seeded) = match start {
+        Some(start) => (start.hint, start.seeded(&shared.key)),
+        None => (None, None),
+    };
     loop {
         let attempt = Instant::now();
         let listed = match seeded.take() {
@@ -100,16 +146,16 @@ pub(crate) async fn run_informer(
                 start_hint = None;
                 Ok(list)
             }
-            None => list(&upstream, &shared, &cache, start_hint.take()).await,
+            None => list(upstream, shared, cache, start_hint.take()).await,
         };
-        let list = match listed {
-            Ok(list) => list,
-            Err(ListFailure::Expired) => continue,
+        match listed {
+            Ok(list) => return Some(list),
+            Err(ListFailure::Expired) => {}
             Err(ListFailure::Refused(status)) => {
                 tracing::info!(key = %shared.key, status, "the API server refused the shared LIST; watches of it go upstream one by one");
-                cache.remove(&shared);
+                cache.remove(shared);
                 shared.update(|state| state.phase = Phase::Refused);
-                return;
+                return None;
             }
             Err(ListFailure::Transient(err)) => {
                 tracing::warn!(key = %shared.key, "shared LIST failed: {err}");
@@ -119,32 +165,21 @@ pub(crate) async fn run_informer(
                     }
                 });
                 tokio::time::sleep(retry.delay_after(attempt.elapsed())).await;
-                continue;
-            }
-        };
-        tracing::debug!(key = %shared.key, rv = list.resource_version, items = list.items.len(), "shared LIST");
-        shared.update(|state| {
-            let released = state.store.history_bytes();
-            state.store.reset(list);
-            cache.release_history(released);
-            state.phase = Phase::Ready;
-            state.generation += 1;
-        });
-        loop {
-            let attempt = Instant::now();
-            match watch(&upstream, &shared, &cache).await {
-                WatchEnd::Closed => {}
-                WatchEnd::Relist(why) => {
-                    tracing::info!(key = %shared.key, "shared watch relists: {why}");
-                    break;
-                }
-                WatchEnd::Broken(err) => {
-                    tracing::warn!(key = %shared.key, "shared watch broke off: {err}");
-                    tokio::time::sleep(retry.delay_after(attempt.elapsed())).await;
-                }
             }
         }
     }
+}
+
+/// Replaces the store of `shared` with `list`: the cache is ready, in a new generation.
+fn store_list(shared: &Shared, cache: &WatchCache, list: ParsedList) {
+    tracing::debug!(key = %shared.key, rv = list.resource_version, items = list.items.len(), "shared LIST");
+    shared.update(|state| {
+        let released = state.store.history_bytes();
+        state.store.reset(list);
+        cache.release_history(released);
+        state.phase = Phase::Ready;
+        state.generation += 1;
+    });
 }
 
 async fn list(
@@ -193,7 +228,9 @@ async fn list(
     }
 }
 
-async fn watch(upstream: &Upstream, shared: &Shared, cache: &WatchCache) -> WatchEnd {
+/// Opens one WATCH from the store's resourceVersion: its body, or how the watch ended
+/// without one (a `410`, another status, no answer).
+async fn open_watch(upstream: &Upstream, shared: &Shared) -> Result<Body, WatchEnd> {
     let key = &shared.key;
     let from = shared.lock().store.resource_version();
     let request = WatchRequest {
@@ -209,29 +246,36 @@ async fn watch(upstream: &Upstream, shared: &Shared, cache: &WatchCache) -> Watc
     let response = match upstream::build_watch_request(&request) {
         Ok(request) => upstream.send(request).await,
         Err(err) => Err(err),
-    };
-    let response = match response {
-        Ok(response) => response,
-        Err(err) => return WatchEnd::Broken(err),
-    };
+    }
+    .map_err(WatchEnd::Broken)?;
     let status = response.status();
     if status.as_u16() == 410 {
-        return WatchEnd::Relist("410 Gone".into());
+        return Err(WatchEnd::Relist("410 Gone".into()));
     }
     if !status.is_success() {
         let body = upstream::collect_body(response.into_body(), 64 * 1024)
             .await
             .unwrap_or_default();
-        return WatchEnd::Broken(OpError::new(
+        return Err(WatchEnd::Broken(OpError::new(
             ErrorCode::Connect,
             format!(
                 "the API server answered the shared WATCH with {status}: {}",
                 String::from_utf8_lossy(&body)
             ),
-        ));
+        )));
     }
+    Ok(response.into_body())
+}
+
+/// Runs one WATCH to its end. The informer spends its life here: the opening is boxed, so
+/// that the request, the answer's head and the sending's state are not kept while events
+/// are awaited.
+async fn watch(upstream: &Upstream, shared: &Shared, cache: &WatchCache) -> WatchEnd {
+    let mut body = match Box::pin(open_watch(upstream, shared)).await {
+        Ok(body) => body,
+        Err(end) => return end,
+    };
     let _open = cache.metrics().watch_opened();
-    let mut body = response.into_body();
     let mut framer = LineFramer::new(cache.limits().max_line_bytes);
     loop {
         let expiry = cache.history_expiry(&shared.lock().store);

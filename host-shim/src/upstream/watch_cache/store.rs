@@ -75,7 +75,8 @@ pub struct StoreSize {
 /// Objects and recent events of one shared watch.
 #[derive(Debug)]
 pub struct Store {
-    objects: BTreeMap<ObjectKey, ObjectJson>,
+    /// Each object's JSON by its key.
+    objects: BTreeMap<ObjectKey, Bytes>,
     object_bytes: usize,
     history: VecDeque<Arc<CachedEvent>>,
     history_bytes: usize,
@@ -128,7 +129,7 @@ impl Store {
         self.object_bytes = 0;
         for item in list.items {
             self.object_bytes += item.json.len();
-            self.objects.insert(item.key.clone(), item);
+            self.objects.insert(item.key, item.json);
         }
         self.history = VecDeque::new();
         self.history_bytes = 0;
@@ -162,10 +163,10 @@ impl Store {
             self.objects.remove(&object.key)
         } else {
             self.object_bytes += object.json.len();
-            self.objects.insert(object.key.clone(), object)
+            self.objects.insert(object.key, object.json)
         };
         if let Some(old) = replaced {
-            self.object_bytes -= old.json.len();
+            self.object_bytes -= old.len();
         }
         if self.history.len() == self.capacity {
             self.evict_oldest();
@@ -313,7 +314,7 @@ impl Store {
     pub fn initial_events(&self) -> Vec<Bytes> {
         self.objects
             .values()
-            .map(|object| event_line("ADDED", &object.json))
+            .map(|json| event_line("ADDED", json))
             .collect()
     }
 
@@ -337,11 +338,11 @@ impl Store {
         // `{…}` → `{…,"items":[…]}`
         body.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
         body.extend_from_slice(b",\"items\":[");
-        for (i, object) in self.objects.values().enumerate() {
+        for (i, json) in self.objects.values().enumerate() {
             if i > 0 {
                 body.push(b',');
             }
-            body.extend_from_slice(&object.json);
+            body.extend_from_slice(json);
         }
         body.extend_from_slice(b"]}");
         Some(body)
