@@ -110,9 +110,11 @@ pub fn run_watch(
     }
 }
 
-/// Sends `request` upstream as the module's own watch (judged again: no HTTP request is kept
-/// while a shared watch serves the op) and its answer to `sink`: each way it can go
-/// (denied, an answer that is not a watch, the events) is boxed in turn.
+/// Builds and judges `request` and sends it upstream as the module's own watch, and its
+/// answer to `sink`: each way it can go (denied, an answer that is not a watch, the events)
+/// is boxed in turn. Built here, not kept from [`shared_route`], so that no HTTP request is
+/// held while a shared watch serves the op; a watch the shared route declined is thus
+/// built and judged twice (microseconds, once per watch).
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
