@@ -2,7 +2,7 @@
 //! cache is released once no module of that wasm has run for the release time, and every
 //! release time between the entries of a module woken more often than that, never while one
 //! of them is inside a guest entry; the host binary's code once no module has run; and an
-//! idle module's fiber stack with its code.
+//! idle module's fiber stack and the dead pages of its shadow stack with its code.
 
 mod common;
 
@@ -47,6 +47,29 @@ fn settings(cache: &std::path::Path) -> Settings {
         release_idle_code: Some(RELEASE_AFTER),
         ..settings
     }
+}
+
+/// Runs `wasm` as the one module of a new host that releases idle code after
+/// `release_idle_code`; returns the host and the module's outcome.
+async fn run_alone(
+    cache: &std::path::Path,
+    release_idle_code: Option<Duration>,
+    wasm: &[u8],
+) -> (Host, ModuleOutcome) {
+    let host = Host::new(
+        idle_upstream(),
+        Settings {
+            release_idle_code,
+            ..settings(cache)
+        },
+    )
+    .expect("host");
+    let module = host.load_bytes("a", wasm).expect("loads");
+    let mut reports = Supervisor::new(host.clone(), Duration::from_secs(5))
+        .run_all(vec![module])
+        .await;
+    let report = reports.pop().expect("one report");
+    (host, report.outcome)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,23 +197,53 @@ async fn an_idle_module_releases_its_fiber_stack_unless_told_to_keep_its_code() 
     // Idle past the release time while it waits 400 ms for a delay; exits when it completes.
     let wasm = Guest::new("(drop (call $delay (i64.const 400)))").wasm();
     for (release_idle_code, releases) in [(Some(RELEASE_AFTER), 1), (None, 0)] {
-        let host = Host::new(
-            idle_upstream(),
-            Settings {
-                release_idle_code,
-                ..settings(cache.path())
-            },
-        )
-        .expect("host");
-        let module = host.load_bytes("a", &wasm).expect("loads");
-        let reports = Supervisor::new(host.clone(), Duration::from_secs(5))
-            .run_all(vec![module])
-            .await;
-        assert!(matches!(reports[0].outcome, ModuleOutcome::Exited(0)));
+        let (host, outcome) = run_alone(cache.path(), release_idle_code, &wasm).await;
+        assert!(matches!(outcome, ModuleOutcome::Exited(0)));
         assert_eq!(
             host.fiber_stack_releases(),
             releases,
             "release_idle_code: {release_idle_code:?}"
+        );
+    }
+}
+
+/// A guest linked stack-first (its `__stack_pointer` starts at 64 KiB, its data above) whose
+/// `_start` leaves the word 7 below its stack pointer, at 4 KiB, and waits 400 ms for a delay;
+/// at the delay's completion it exits with the word it reads there. `data_at` places its
+/// data segment.
+fn stale_stack_guest(data_at: u32) -> Vec<u8> {
+    wat::parse_str(format!(
+        r#"(module
+            (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+            (import "kube_wasm_v1" "delay" (func $delay (param i64) (result i64)))
+            (memory (export "memory") 3)
+            (global $__stack_pointer (mut i32) (i32.const 65536))
+            (data (i32.const {data_at}) "data")
+            (func (export "kube_wasm_abi_version") (result i32) (i32.const 0x10000))
+            (func (export "kube_wasm_alloc") (param $len i32) (result i32) (i32.const 131072))
+            (func (export "kube_wasm_complete") (param $op i64) (param $ptr i32) (param $len i32)
+              (call $proc_exit (i32.load (i32.const 4096))))
+            (func (export "_start")
+              (i32.store (i32.const 4096) (i32.const 7))
+              (drop (call $delay (i64.const 400)))))"#
+    ))
+    .expect("test WAT")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_module_releases_the_pages_below_its_stack_pointer_only_if_it_is_linked_stack_first()
+ {
+    let cache = cache_dir();
+    for (data_at, release_idle_code, status) in [
+        (65536, Some(RELEASE_AFTER), 0),
+        (65536, None, 7),
+        (1024, Some(RELEASE_AFTER), 7),
+    ] {
+        let (_, outcome) =
+            run_alone(cache.path(), release_idle_code, &stale_stack_guest(data_at)).await;
+        assert!(
+            matches!(outcome, ModuleOutcome::Exited(s) if s == status),
+            "data at {data_at}, release_idle_code {release_idle_code:?}: {outcome:?}"
         );
     }
 }

@@ -24,6 +24,7 @@ pub mod options;
 pub mod output;
 pub mod quota;
 pub mod restart;
+pub mod shadow_stack;
 pub(crate) mod state;
 pub mod stop;
 pub mod supervisor;

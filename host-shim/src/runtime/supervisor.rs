@@ -142,7 +142,7 @@ impl Supervisor {
 /// restart policy asks for it and the host is running. Returns its last outcome and how many
 /// times it was restarted.
 async fn supervise(host: Host, module: LoadedModule, stop: StopHandle) -> (ModuleOutcome, u32) {
-    supervise_reporting(host, module, stop, &watch::Sender::new(RunState::default())).await
+    supervise_reporting(host, module, stop, None).await
 }
 
 /// Where a supervised module is, as [`supervise_reporting`] reports it.
@@ -170,14 +170,17 @@ pub enum RunPhase {
 
 /// Runs one module as [`Supervisor::run_all`] runs each — restarted as its policy says, with
 /// back-off, until it ends for good or `stop` stops it — publishing where it is to `report`
-/// at each change. Returns its last outcome and its restarts.
+/// (if any) at each change. Returns its last outcome and its restarts.
 pub async fn supervise_reporting(
     host: Host,
     module: LoadedModule,
     stop: StopHandle,
-    report: &watch::Sender<RunState>,
+    report: Option<&watch::Sender<RunState>>,
 ) -> (ModuleOutcome, u32) {
     let publish = |phase, restarts, outcome: Option<&ModuleOutcome>| {
+        let Some(report) = report else {
+            return;
+        };
         report.send_modify(|state| {
             state.phase = phase;
             state.restarts = restarts;

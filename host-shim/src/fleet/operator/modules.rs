@@ -164,7 +164,7 @@ impl RunningModules {
                     at_unix_us = unix_micros(),
                     "module started on this replica"
                 );
-                let (outcome, _) = supervise_reporting(host, module, stop, &report).await;
+                let (outcome, _) = supervise_reporting(host, module, stop, Some(&report)).await;
                 tracing::info!(
                     module = %name,
                     replica = %replica,

@@ -125,12 +125,6 @@ async fn run_inner(
         .namespace
         .as_deref()
         .unwrap_or(cx.identities.own().default_namespace());
-    let env = wasi::module_env(
-        &name,
-        namespace,
-        cx.identities.own().cluster_url(),
-        cx.env.iter().chain(&options.env),
-    );
     let Some(upstream) = cx.identities.upstream_for(options.service_account.as_ref()) else {
         return ModuleOutcome::Failed(ModuleError::Internal(format!(
             "the host has no client acting as ServiceAccount {}",
@@ -150,7 +144,20 @@ async fn run_inner(
     ));
     let state = HostState {
         name: name.clone(),
-        wasi: wasi::module_wasi(&name, &options.args, &env, cx.output, log_gate),
+        // The environment is built in place: a local would be kept in this task for the
+        // module's whole life.
+        wasi: wasi::module_wasi(
+            &name,
+            &options.args,
+            &wasi::module_env(
+                &name,
+                namespace,
+                cx.identities.own().cluster_url(),
+                cx.env.iter().chain(&options.env),
+            ),
+            cx.output,
+            log_gate,
+        ),
         memory_cap: MemoryCap::new(options.memory_limit),
         ops: OpTable::new(),
         streams: Default::default(),
@@ -212,6 +219,10 @@ async fn run_inner(
             after,
             armed: false,
             last_exit: Instant::now(),
+            shadow_stack: match module.suspendable() {
+                Suspendable::Yes(layout) => layout.stack.clone(),
+                Suspendable::No(_) => None,
+            },
         }),
         stacks: StackOwner::default(),
     };
@@ -310,8 +321,14 @@ async fn live(
                     }
                 }
             }
-            // SAFETY: the loop is between entries: every entry above ran to its end.
-            Wake::ReleaseCode => unsafe { shell.release_idle() },
+            Wake::ReleaseCode => {
+                let resident = match &mut state {
+                    State::Resident(running) => Some(&mut **running),
+                    State::Suspended(_) => None,
+                };
+                // SAFETY: the loop is between entries: every entry above ran to its end.
+                unsafe { shell.release_idle(resident) }
+            }
         }
     };
     state.finish(shell);

@@ -10,6 +10,7 @@ use super::outcome::{ModuleError, ModuleOutcome};
 use super::shell::Shell;
 use crate::runtime::abi::exports::{GuestExports, check_version};
 use crate::runtime::ops::{OpKind, QueuedCompletion};
+use crate::runtime::shadow_stack::ShadowStack;
 use crate::runtime::state::HostState;
 
 /// A resident module: between `Store` creation and its end or suspension.
@@ -20,6 +21,25 @@ pub(super) struct Running {
 }
 
 impl Running {
+    /// Releases the dead pages of the guest's shadow `stack` (see
+    /// [`ShadowStack::release`]); 0 bytes before `_start` made an instance.
+    ///
+    /// # Errors
+    /// As [`ShadowStack::release`].
+    ///
+    /// # Safety
+    /// No call of the store may be in progress (between entries only).
+    pub(super) unsafe fn release_shadow_stack(
+        &mut self,
+        stack: &ShadowStack,
+    ) -> std::io::Result<usize> {
+        let (Some(instance), Some(exports)) = (&self.instance, &self.exports) else {
+            return Ok(0);
+        };
+        // SAFETY: by this function's contract.
+        unsafe { stack.release(&mut self.store, instance, &exports.memory) }
+    }
+
     /// Instantiates the module, checks its ABI version and runs `_start`.
     pub(super) async fn start(
         &mut self,

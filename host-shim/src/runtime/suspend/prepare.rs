@@ -17,16 +17,27 @@
 //! - uses an instruction that changes state outside memory and globals: `table.set`,
 //!   `table.grow`, `table.fill`, `table.copy`, `table.init`, `elem.drop`, `data.drop` or
 //!   `memory.init` (rustc's wasm32-wasip1 output uses none of them).
+//!
+//! It also finds where a suspendable module keeps its [`ShadowStack`], whose pages the host
+//! releases while the module is idle.
 
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
 use wasm_encoder::{Encode as _, ExportKind, RawSection};
-use wasmparser::{Encoding, ExternalKind, Operator, Parser, Payload, TypeRef, ValType};
+use wasmparser::{
+    ConstExpr, DataKind, Encoding, ExternalKind, KnownCustom, Name, Operator, Parser, Payload,
+    TypeRef, ValType,
+};
+
+use crate::runtime::shadow_stack::ShadowStack;
 
 /// The prefix of the exports [`prepare`] adds; the global's index follows.
 pub const GLOBAL_EXPORT_PREFIX: &str = "__kube_wasm_global_";
+
+/// The name LLVM's wasm linker gives the shadow stack's pointer.
+const STACK_POINTER: &str = "__stack_pointer";
 
 /// What a snapshot of a suspendable module holds besides its linear memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +45,9 @@ pub struct SnapshotLayout {
     /// The export names of the module's mutable globals, by increasing global index (after
     /// [`prepare`], every mutable global has one).
     pub globals: Vec<String>,
+    /// Its shadow stack, if it is laid out as [`ShadowStack`] says: its pages are dead
+    /// between entries.
+    pub stack: Option<ShadowStack>,
 }
 
 /// Whether a module can be suspended to disk.
@@ -89,7 +103,11 @@ pub fn prepare(wasm: &[u8]) -> Prepared<'_> {
             }
         }
     }
-    let layout = Arc::new(SnapshotLayout { globals: names });
+    let stack = scan.shadow_stack(&names);
+    let layout = Arc::new(SnapshotLayout {
+        globals: names,
+        stack,
+    });
     if added.is_empty() {
         return Prepared {
             wasm: Cow::Borrowed(wasm),
@@ -133,6 +151,47 @@ struct Scan {
     exports: Vec<(ExternalKind, u32, String)>,
     /// Indices of the mutable globals defined by the module.
     mutable_globals: Vec<u32>,
+    /// The index of the global the name section calls `__stack_pointer`.
+    stack_pointer: Option<u32>,
+    /// The initial values of the module's mutable `i32` globals set by an `i32.const`.
+    i32_inits: Vec<(u32, i32)>,
+    /// The offset of each active data segment (`None`: not an `i32.const`).
+    data_offsets: Vec<Option<u32>>,
+}
+
+impl Scan {
+    /// The module's shadow stack, given the export names of its mutable globals (in the
+    /// order of `mutable_globals`): a `__stack_pointer` that starts at an `i32.const` at or
+    /// below every active data segment, of which there is at least one (without data, bss
+    /// could lie below the pointer).
+    fn shadow_stack(&self, names: &[String]) -> Option<ShadowStack> {
+        let index = self.stack_pointer?;
+        let (_, top) = self.i32_inits.iter().find(|(i, _)| *i == index)?;
+        let top = u32::try_from(*top).ok()?;
+        let stack_first = !self.data_offsets.is_empty()
+            && self
+                .data_offsets
+                .iter()
+                .all(|offset| offset.is_some_and(|offset| offset >= top));
+        if !stack_first {
+            return None;
+        }
+        let position = self.mutable_globals.iter().position(|i| *i == index)?;
+        Some(ShadowStack {
+            pointer: names.get(position)?.clone(),
+            top,
+        })
+    }
+}
+
+/// The value of a constant expression that is one `i32.const`.
+fn i32_const(expr: &ConstExpr<'_>) -> Option<i32> {
+    let mut ops = expr.get_operators_reader();
+    let value = match ops.read().ok()? {
+        Operator::I32Const { value } => value,
+        _ => return None,
+    };
+    matches!(ops.read().ok()?, Operator::End).then_some(value)
 }
 
 /// Reads the module once. `Ok(Err(why))`: readable but not suspendable.
@@ -142,6 +201,9 @@ fn scan(wasm: &[u8]) -> wasmparser::Result<Result<Scan, String>> {
         export_section: None,
         exports: Vec::new(),
         mutable_globals: Vec::new(),
+        stack_pointer: None,
+        i32_inits: Vec::new(),
+        data_offsets: Vec::new(),
     };
     let (mut memories, mut imported_globals, mut function) = (0u32, 0u32, 0u32);
     for payload in Parser::new(0).parse_all(wasm) {
@@ -187,10 +249,14 @@ fn scan(wasm: &[u8]) -> wasmparser::Result<Result<Scan, String>> {
             }
             Payload::GlobalSection(reader) => {
                 for (i, global) in reader.into_iter().enumerate() {
-                    let ty = global?.ty;
+                    let global = global?;
+                    let ty = global.ty;
                     let index = imported_globals + u32::try_from(i).unwrap_or(u32::MAX);
                     if !ty.mutable {
                         continue;
+                    }
+                    if let Some(value) = i32_const(&global.init_expr) {
+                        found.i32_inits.push((index, value));
                     }
                     if ty.shared {
                         return Ok(Err(format!("its mutable global {index} is shared")));
@@ -210,6 +276,29 @@ fn scan(wasm: &[u8]) -> wasmparser::Result<Result<Scan, String>> {
                     found
                         .exports
                         .push((export.kind, export.index, export.name.to_owned()));
+                }
+            }
+            Payload::DataSection(reader) => {
+                for data in reader {
+                    if let DataKind::Active { offset_expr, .. } = data?.kind {
+                        found
+                            .data_offsets
+                            .push(i32_const(&offset_expr).and_then(|o| u32::try_from(o).ok()));
+                    }
+                }
+            }
+            Payload::CustomSection(reader) => {
+                if let KnownCustom::Name(names) = reader.as_known() {
+                    // A malformed name section only costs the stack release.
+                    for subsection in names.into_iter().map_while(Result::ok) {
+                        if let Name::Global(map) = subsection {
+                            found.stack_pointer = map
+                                .into_iter()
+                                .map_while(Result::ok)
+                                .find(|naming| naming.name == STACK_POINTER)
+                                .map(|naming| naming.index);
+                        }
+                    }
                 }
             }
             Payload::StartSection { func, .. } => {
@@ -403,9 +492,74 @@ mod tests {
         assert_eq!(
             prepared.suspendable,
             Suspendable::Yes(Arc::new(SnapshotLayout {
-                globals: vec!["g".into()]
+                globals: vec!["g".into()],
+                stack: None,
             }))
         );
+    }
+
+    /// The shadow stack `prepare` finds in a module whose globals are `globals` and whose
+    /// data is `data` (WAT fields).
+    fn stack_of(globals: &str, data: &str) -> Option<ShadowStack> {
+        let bytes = wasm(&format!(
+            r#"(module (memory (export "memory") 2) {globals} {data})"#
+        ));
+        match prepare(&bytes).suspendable {
+            Suspendable::Yes(layout) => layout.stack.clone(),
+            Suspendable::No(why) => panic!("not suspendable: {why}"),
+        }
+    }
+
+    #[test]
+    fn a_stack_first_module_has_a_shadow_stack_below_its_named_stack_pointer() {
+        let pointer = "(global $__stack_pointer (mut i32) (i32.const 65536))";
+        let data = r#"(data (i32.const 65536) "d") (data (i32.const 70000) "e")"#;
+        assert_eq!(
+            stack_of(
+                &format!("(global $other (mut i32) (i32.const 0)) {pointer}"),
+                data
+            ),
+            Some(ShadowStack {
+                pointer: "__kube_wasm_global_1".into(),
+                top: 65536
+            })
+        );
+        assert_eq!(
+            stack_of(
+                &format!(r#"{pointer} (export "sp" (global $__stack_pointer))"#),
+                data
+            ),
+            Some(ShadowStack {
+                pointer: "sp".into(),
+                top: 65536
+            }),
+            "an exported stack pointer is read under its own name"
+        );
+        for (globals, data, why) in [
+            (
+                pointer,
+                r#"(data (i32.const 1024) "d")"#,
+                "data below the pointer",
+            ),
+            (pointer, "", "no data: bss could lie below the pointer"),
+            (
+                "(global $sp (mut i32) (i32.const 65536))",
+                r#"(data (i32.const 65536) "d")"#,
+                "no global named __stack_pointer",
+            ),
+            (
+                "(global $base i32 (i32.const 65536))                  (global $__stack_pointer (mut i32) (global.get $base))",
+                r#"(data (i32.const 65536) "d")"#,
+                "an initial value that is not an i32.const",
+            ),
+            (
+                pointer,
+                r#"(global $at i32 (i32.const 65536)) (data (global.get $at) "d")"#,
+                "a data offset that is not an i32.const",
+            ),
+        ] {
+            assert_eq!(stack_of(globals, data), None, "{why}");
+        }
     }
 
     #[test]
