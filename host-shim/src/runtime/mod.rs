@@ -2,10 +2,11 @@
 //! process, [`compiler`], when the host runs as `host-shim run`), a [`Host`]
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
-//! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]), as
-//! are the host threads' unused stacks ([`idle_stack`]), and the [`supervisor`] runs them all, restarting each
-//! as its [`restart`] policy says, with [`backoff`](crate::backoff). Each module's
-//! [`quota`]s bound what it can make the host hold.
+//! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]) with
+//! the dead pages of their shadow stacks ([`shadow_stack`]), as are the host threads' unused
+//! stacks ([`idle_stack`]), and the [`supervisor`] runs them all, restarting each as its
+//! [`restart`] policy says, with [`backoff`](crate::backoff). Each module's [`quota`]s bound
+//! what it can make the host hold.
 //!
 //! [`Host`]: host::Host
 

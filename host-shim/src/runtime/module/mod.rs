@@ -322,12 +322,12 @@ async fn live(
                 }
             }
             Wake::ReleaseCode => {
-                let resident = match &mut state {
-                    State::Resident(running) => Some(&mut **running),
-                    State::Suspended(_) => None,
-                };
-                // SAFETY: the loop is between entries: every entry above ran to its end.
-                unsafe { shell.release_idle(resident) }
+                if let State::Resident(running) = &mut state {
+                    // SAFETY: the loop is between entries: every entry above ran to its end.
+                    unsafe { running.release_shadow_stack(shell) }
+                }
+                // SAFETY: as above.
+                unsafe { shell.release_idle() }
             }
         }
     };

@@ -10,7 +10,6 @@ use super::outcome::{ModuleError, ModuleOutcome};
 use super::shell::Shell;
 use crate::runtime::abi::exports::{GuestExports, check_version};
 use crate::runtime::ops::{OpKind, QueuedCompletion};
-use crate::runtime::shadow_stack::ShadowStack;
 use crate::runtime::state::HostState;
 
 /// A resident module: between `Store` creation and its end or suspension.
@@ -21,23 +20,35 @@ pub(super) struct Running {
 }
 
 impl Running {
-    /// Releases the dead pages of the guest's shadow `stack` (see
-    /// [`ShadowStack::release`]); 0 bytes before `_start` made an instance.
-    ///
-    /// # Errors
-    /// As [`ShadowStack::release`].
+    /// Releases the dead pages of the guest's shadow stack (see
+    /// [`ShadowStack::release`](crate::runtime::shadow_stack::ShadowStack::release)) if
+    /// the shell's idle release knows where it is; after a failure (logged) it no longer
+    /// tries. Nothing before `_start` made an instance.
     ///
     /// # Safety
     /// No call of the store may be in progress (between entries only).
-    pub(super) unsafe fn release_shadow_stack(
-        &mut self,
-        stack: &ShadowStack,
-    ) -> std::io::Result<usize> {
-        let (Some(instance), Some(exports)) = (&self.instance, &self.exports) else {
-            return Ok(0);
+    pub(super) unsafe fn release_shadow_stack(&mut self, shell: &mut Shell) {
+        let Some(release) = shell.release.as_mut() else {
+            return;
         };
+        let (Some(stack), Some(instance), Some(exports)) =
+            (&release.shadow_stack, &self.instance, &self.exports)
+        else {
+            return;
+        };
+        let name = &shell.name;
         // SAFETY: by this function's contract.
-        unsafe { stack.release(&mut self.store, instance, &exports.memory) }
+        match unsafe { stack.release(&mut self.store, instance, &exports.memory) } {
+            Ok(bytes) => {
+                tracing::trace!("module `{name}`: released {bytes} bytes of shadow stack");
+            }
+            Err(err) => {
+                tracing::warn!(
+                    "module `{name}`: its shadow stack cannot be released ({err}); it stays resident"
+                );
+                release.shadow_stack = None;
+            }
+        }
     }
 
     /// Instantiates the module, checks its ABI version and runs `_start`.

@@ -9,7 +9,6 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleOutcome};
-use super::resident::Running;
 use crate::runtime::fiber_stacks::StackOwner;
 use crate::runtime::idle_code::{Code, Entered, Release};
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
@@ -38,7 +37,8 @@ pub(super) struct CodeRelease {
     pub(super) armed: bool,
     /// When its last entry ended (taken after the code counted it as ended).
     pub(super) last_exit: Instant,
-    /// Where its guest keeps its shadow stack, if that is known.
+    /// Where its guest keeps its shadow stack, if that is known (released by
+    /// [`Running::release_shadow_stack`](super::resident::Running::release_shadow_stack)).
     pub(super) shadow_stack: Option<ShadowStack>,
 }
 
@@ -164,15 +164,15 @@ impl Shell {
         release.last_exit.checked_add(release.after)
     }
 
-    /// Releases the module's fiber stack and, if it is `resident`, the dead pages of its
-    /// shadow stack; its code if no instance of it has run for the release time, and the
-    /// host's if no module has; and disarms the release until the module is entered again
-    /// (the instance that runs the code last is the one whose release finds it idle).
+    /// Releases the module's fiber stack, and its code if no instance of it has run for the
+    /// release time, and the host's if no module has, and disarms the release until the
+    /// module is entered again (the instance that runs the code last is the one whose release
+    /// finds it idle).
     ///
     /// # Safety
     /// The module's store must not be inside an entry (see [`StackOwner::release`]): call it
     /// from the module loop only, between entries.
-    pub(super) unsafe fn release_idle(&mut self, resident: Option<&mut Running>) {
+    pub(super) unsafe fn release_idle(&mut self) {
         let Some(release) = self.release.as_mut() else {
             return;
         };
@@ -196,20 +196,6 @@ impl Shell {
                 Release::Running | Release::Recent | Release::AlreadyReleased => true,
             }
         });
-        if let (Some(stack), Some(running)) = (&release.shadow_stack, resident) {
-            // SAFETY: by this function's contract, no call of the store is in progress.
-            match unsafe { running.release_shadow_stack(stack) } {
-                Ok(bytes) => {
-                    tracing::trace!("module `{name}`: released {bytes} bytes of shadow stack");
-                }
-                Err(err) => {
-                    tracing::warn!(
-                        "module `{name}`: its shadow stack cannot be released ({err}); it stays resident"
-                    );
-                    release.shadow_stack = None;
-                }
-            }
-        }
         // SAFETY: by this function's contract, no fiber runs on the stacks.
         let bytes = unsafe { self.stacks.release() };
         tracing::trace!("module `{name}`: released {bytes} bytes of idle fiber stack");
