@@ -41,8 +41,8 @@ pub struct ShadowStack {
 impl ShadowStack {
     /// The length in bytes of the prefix of linear memory that is dead between entries when
     /// the stack pointer reads `stack_pointer`: `[0, min(stack_pointer, top))`, rounded down
-    /// to whole pages of `page` bytes and to the memory's `memory_len` bytes. A pointer the
-    /// guest set out of range counts as 0 (nothing dead).
+    /// to whole pages of `page` bytes and to the memory's `memory_len` bytes. A negative
+    /// pointer counts as 0 (nothing dead), one above `top` as `top`.
     pub fn dead_len(&self, stack_pointer: i32, memory_len: usize, page: usize) -> usize {
         let pointer = u32::try_from(stack_pointer).unwrap_or(0).min(self.top);
         let end = usize::try_from(pointer).unwrap_or(0).min(memory_len);
