@@ -27,6 +27,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use tokio::task::futures::TaskLocalFuture;
 use wasmtime::{StackCreator, StackMemory};
 
+use crate::runtime::idle_code::page_size;
+
 /// The engine's allocator of fiber stacks: anonymous mappings with a guard page below,
 /// as wasmtime's own on-demand stacks, counted to the current task's [`StackOwner`]. Cheap
 /// to clone: clones share their count of releases.
@@ -93,12 +95,6 @@ unsafe impl StackMemory for Stack {
     fn guard_range(&self) -> Range<*mut u8> {
         self.0.base as *mut u8..(self.0.base + self.0.guard) as *mut u8
     }
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(page).unwrap_or(4096).max(4096)
 }
 
 // SAFETY: every stack is page-aligned, has a guard page below it and is zero-filled (fresh
