@@ -6,7 +6,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Guest, Reply, Run, call_with_frame, fake_client, idle_upstream, test_settings};
+use common::{
+    Guest, Reply, Run, cache_dir, call_with_frame, fake_client, idle_upstream, test_settings,
+};
 use host_shim::runtime::module::EndReason;
 use host_shim::runtime::suspend::{SuspendPolicy, Suspendable};
 use host_shim::{
@@ -17,7 +19,9 @@ use kube_wasm_abi::{WatchRequest, encode_frame};
 const IDLE: Duration = Duration::from_millis(50);
 
 /// Runs `guests` (name, wasm) with `suspend: {idleAfter: IDLE}` on one host whose snapshots go
-/// under `dir`; `control` gets the stop handle and the host. Returns the run and the host.
+/// under `dir` and whose compiled modules come from a cache folder of its own (as by
+/// default), so that they are dropped while no instance holds them; `control` gets the stop
+/// handle and the host. Returns the run and the host.
 async fn run_suspending(
     upstream: Upstream,
     dir: &Path,
@@ -36,8 +40,10 @@ async fn run_suspending_with(
     control: impl FnOnce(StopHandle, Host) + Send + 'static,
 ) -> (Run, Host) {
     let (settings, buffer) = test_settings();
+    let cache = cache_dir();
     let settings = Settings {
         suspend_dir: Some(dir.to_owned()),
+        cache_dir: Some(cache.path().to_owned()),
         ..settings
     };
     let host = Host::new(upstream, settings).expect("host");
@@ -137,8 +143,13 @@ fn keeper() -> Vec<u8> {
 async fn memory_globals_and_pending_delays_survive_suspends() {
     let dir = tempfile::tempdir().expect("dir");
     let wasm = keeper();
-    let (run, host) =
-        run_suspending(idle_upstream(), dir.path(), &[("keeper", wasm)], |_, _| {}).await;
+    let (run, host) = run_suspending(
+        idle_upstream(),
+        dir.path(),
+        &[("keeper", wasm.clone())],
+        |_, _| {},
+    )
+    .await;
     assert_eq!(run.outcome("keeper"), &ModuleOutcome::Exited(0));
     let mut want = Vec::new();
     for (i, counter) in (40..43).enumerate() {
@@ -163,6 +174,11 @@ async fn memory_globals_and_pending_delays_survive_suspends() {
         metric(&host, "kube_wasm_module_suspend_failures_total", "keeper"),
         0
     );
+    // Its only instance let the compiled module go at each suspend, and at its end: it was
+    // mapped again from its cache file at each resume.
+    let compiled = host.load_bytes("keeper", &wasm).expect("known");
+    assert_eq!(compiled.module_loads(), 3);
+    assert!(!compiled.is_mapped(), "no instance holds it any more");
     assert!(
         snapshot_files(dir.path()).is_empty(),
         "snapshots are removed at resume"

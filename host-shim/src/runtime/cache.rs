@@ -53,11 +53,45 @@ pub enum Source {
     Compiled,
 }
 
-impl Source {
-    /// Whether the module's code is a mapping of its cache file (which lets its resident
-    /// pages be released while it is idle, [`crate::runtime::idle_code`]).
-    pub fn is_file_mapping(self) -> bool {
-        matches!(self, Self::Cached | Self::Stored)
+/// A module as [`ModuleCache::load_or_compile`] gives it.
+#[derive(Debug)]
+pub struct Deserialised {
+    /// The module.
+    pub module: Module,
+    /// Where it came from.
+    pub source: Source,
+    /// The checked cache file it maps (another handle to the file mapped), to map it again
+    /// after the module is dropped; `None` if it is not a file mapping or the handle could
+    /// not be duplicated.
+    pub file: Option<File>,
+}
+
+impl Deserialised {
+    /// A module compiled now and kept in memory.
+    pub fn compiled(module: Module) -> Self {
+        Self {
+            module,
+            source: Source::Compiled,
+            file: None,
+        }
+    }
+
+    /// `artifact` (a checked entry) deserialised as a mapping of the file, from `source`.
+    ///
+    /// # Safety
+    /// As [`Module::deserialize_open_file`]: `artifact` must be an artifact this host wrote.
+    unsafe fn mapped(engine: &Engine, artifact: File, source: Source) -> wasmtime::Result<Self> {
+        let file = artifact
+            .try_clone()
+            .inspect_err(|e| tracing::debug!("the cache file cannot be opened twice: {e}"))
+            .ok();
+        // SAFETY: by this function's contract.
+        let module = unsafe { Module::deserialize_open_file(engine, artifact) }?;
+        Ok(Self {
+            module,
+            source,
+            file,
+        })
     }
 }
 
@@ -150,7 +184,7 @@ impl ModuleCache {
         engine: &Engine,
         wasm: &[u8],
         precompile: impl FnOnce(&[u8]) -> wasmtime::Result<Vec<u8>>,
-    ) -> wasmtime::Result<(Module, Source)> {
+    ) -> wasmtime::Result<Deserialised> {
         let name = entry_name(engine, wasm);
         let path = self.dir.join(format!("{name}.cwasm"));
         let tag_path = self.dir.join(format!("{name}.tag"));
@@ -159,8 +193,8 @@ impl ModuleCache {
                 // SAFETY: the artifact carries this cache's HMAC, so this host wrote it with
                 // `Module::serialize`, and entries are never rewritten in place (see the
                 // trust model above).
-                match unsafe { Module::deserialize_open_file(engine, artifact) } {
-                    Ok(module) => return Ok((module, Source::Cached)),
+                match unsafe { Deserialised::mapped(engine, artifact, Source::Cached) } {
+                    Ok(cached) => return Ok(cached),
                     Err(err) => tracing::warn!(
                         "cache entry {} is not usable ({err}); compiling again",
                         path.display()
@@ -179,8 +213,10 @@ impl ModuleCache {
             Ok(()) => {
                 if let Ok(Some(stored)) = self.open_entry(&name, &path, &tag_path) {
                     // SAFETY: as for a cached entry above: checked with this cache's HMAC.
-                    if let Ok(mapped) = unsafe { Module::deserialize_open_file(engine, stored) } {
-                        return Ok((mapped, Source::Stored));
+                    if let Ok(mapped) =
+                        unsafe { Deserialised::mapped(engine, stored, Source::Stored) }
+                    {
+                        return Ok(mapped);
                     }
                 }
             }
@@ -188,7 +224,7 @@ impl ModuleCache {
         }
         // SAFETY: `precompile` is this host's compiler, and the artifact never left memory.
         let module = unsafe { Module::deserialize(engine, &artifact) }?;
-        Ok((module, Source::Compiled))
+        Ok(Deserialised::compiled(module))
     }
 
     /// The HMAC of an entry named `name`, before its artifact is fed in.
@@ -351,22 +387,41 @@ mod tests {
             fs::metadata(&dir).expect("dir").permissions().mode() & 0o777,
             0o700
         );
-        let (_, first) = cache
+        let first = cache
             .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
             .expect("compiles");
-        let (module, second) = cache
+        let second = cache
             .load_or_compile(&engine, &wasm, |_| {
                 Err(wasmtime::format_err!("a hit compiles nothing"))
             })
             .expect("loads");
-        assert_eq!((first, second), (Source::Stored, Source::Cached));
+        assert_eq!(
+            (first.source, second.source),
+            (Source::Stored, Source::Cached)
+        );
+        let run = |module: &Module| {
+            let mut store = wasmtime::Store::new(&engine, ());
+            let instance = wasmtime::Instance::new(&mut store, module, &[]).expect("instance");
+            let f = instance
+                .get_typed_func::<(), i32>(&mut store, "f")
+                .expect("f");
+            f.call(&mut store, ()).expect("call")
+        };
         // The mapped artifact runs.
-        let mut store = wasmtime::Store::new(&engine, ());
-        let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("instance");
-        let f = instance
-            .get_typed_func::<(), i32>(&mut store, "f")
-            .expect("f");
-        assert_eq!(f.call(&mut store, ()).expect("call"), 7);
+        assert_eq!(run(&second.module), 7);
+        // The file kept maps it again, after the module is dropped and even once the entry
+        // is replaced in the folder (a new entry is a new file, renamed into place).
+        let kept = second.file.expect("a cached module keeps its file");
+        drop(second.module);
+        drop(first);
+        fs::rename(
+            dir.join(format!("{}.tag", entry_name(&engine, &wasm))),
+            dir.join(format!("{}.cwasm", entry_name(&engine, &wasm))),
+        )
+        .expect("replace the entry");
+        // SAFETY: the file was checked when it was first opened, and is never written.
+        let again = unsafe { Module::deserialize_open_file(&engine, kept) }.expect("maps again");
+        assert_eq!(run(&again), 7);
         for file in fs::read_dir(&dir).expect("dir") {
             let file = file.expect("entry");
             let name = file.file_name().to_string_lossy().into_owned();
@@ -398,23 +453,27 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         fs::write(&entry, &bytes).expect("tamper");
-        let (_, source) = cache
+        let source = cache
             .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
-            .expect("recompiles");
+            .expect("recompiles")
+            .source;
         assert_eq!(source, Source::Stored, "a changed artifact is not trusted");
-        let (_, source) = cache
+        let source = cache
             .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
-            .expect("loads");
+            .expect("loads")
+            .source;
         assert_eq!(source, Source::Cached, "the entry was written again");
         fs::write(&tag, b"KWASMC2\nshort").expect("tamper");
-        let (_, source) = cache
+        let source = cache
             .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
-            .expect("recompiles");
+            .expect("recompiles")
+            .source;
         assert_eq!(source, Source::Stored, "a malformed tag is not trusted");
         fs::remove_file(&tag).expect("remove the tag");
-        let (_, source) = cache
+        let source = cache
             .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
-            .expect("recompiles");
+            .expect("recompiles")
+            .source;
         assert_eq!(
             source,
             Source::Stored,
@@ -423,9 +482,10 @@ mod tests {
         // A cache with another key (another host's folder copied in) does not trust it.
         fs::write(dir.join(KEY_FILE), [9u8; 32]).expect("new key");
         let other = ModuleCache::open(&dir).expect("opens");
-        let (_, source) = other
+        let source = other
             .load_or_compile(&engine, &wasm, |w| engine.precompile_module(w))
-            .expect("recompiles");
+            .expect("recompiles")
+            .source;
         assert_eq!(source, Source::Stored);
         let _ = fs::remove_dir_all(&dir);
     }

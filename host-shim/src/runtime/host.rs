@@ -11,7 +11,7 @@ use wasmtime::{Engine, Linker};
 
 use crate::backoff::Backoff;
 use crate::metrics::Metrics;
-use crate::runtime::cache::{ModuleCache, Source};
+use crate::runtime::cache::{Deserialised, ModuleCache};
 use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
@@ -112,7 +112,7 @@ impl Settings {
 
 pub(crate) struct HostInner {
     pub(crate) engine: Engine,
-    pub(crate) linker: Linker<HostState>,
+    pub(crate) linker: Arc<Linker<HostState>>,
     pub(crate) upstream: Upstream,
     pub(crate) identities: Identities,
     pub(crate) settings: Settings,
@@ -207,7 +207,7 @@ impl Host {
         Ok(Self {
             inner: Arc::new(HostInner {
                 engine,
-                linker,
+                linker: Arc::new(linker),
                 upstream,
                 identities,
                 settings,
@@ -327,22 +327,23 @@ impl Host {
         let prepared = suspend::prepare(bytes);
         let (engine, compiler, pool) =
             (&inner.engine, &inner.settings.compiler, inner.settings.pool);
-        let (module, source) = match &inner.cache {
+        let ready = match &inner.cache {
             Some(cache) => cache.load_or_compile(engine, &prepared.wasm, |wasm| {
                 compiler.precompile(engine, pool, wasm)
             }),
             None => compiler
                 .module(engine, pool, &prepared.wasm)
-                .map(|m| (m, Source::Compiled)),
+                .map(Deserialised::compiled),
         }
         .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
-        tracing::debug!(module = name, ?source, suspendable = ?prepared.suspendable, "module ready");
+        tracing::debug!(module = name, source = ?ready.source, suspendable = ?prepared.suspendable, "module ready");
         let loaded = LoadedModule::new(
             name,
-            module,
+            engine,
+            &ready.module,
+            ready.file,
             &inner.linker,
             prepared.suspendable,
-            source.is_file_mapping(),
         );
         if let Some(periodic) = &inner.periodic_release {
             periodic.add(loaded.code());

@@ -74,9 +74,28 @@ struct Image {
     len: usize,
 }
 
-/// Who is running the code now.
+impl Image {
+    /// The whole pages of `[start, end)`: a mapping starts on a page, and its last, partial
+    /// page is left alone. `None` if that is no page.
+    fn whole_pages(start: usize, end: usize) -> Option<Self> {
+        let page = page_size();
+        let start = start.checked_next_multiple_of(page)?;
+        let end = end - end % page;
+        (end > start).then_some(Image {
+            start,
+            len: end - start,
+        })
+    }
+}
+
+/// Who is running the code now, and where it is mapped.
 #[derive(Debug)]
 struct Use {
+    /// Where the code is mapped now; empty: nowhere (a module no instance holds, see
+    /// [`crate::runtime::module`]'s "Unmapped modules"), or nothing releasable.
+    images: Vec<Image>,
+    /// Which mapping `images` belongs to (see [`Code::map`]).
+    generation: u64,
     /// Instances inside a guest entry.
     running: usize,
     /// When the last entry of any instance ended; `None`: never entered.
@@ -92,11 +111,9 @@ struct Use {
 /// host binary's code ([`Code::of_host_binary`]), run by every module.
 #[derive(Debug)]
 pub struct Code {
-    /// Empty: nothing that can be released.
-    images: Vec<Image>,
-    /// The module whose image `images` is, kept mapped for as long as its code can be
-    /// released (`None`: the host binary, or nothing releasable).
-    _module: Option<wasmtime::Module>,
+    /// Whether its mappings are clean file mappings whose pages can be released: a module
+    /// deserialised from a cache file, or the host binary's code.
+    releasable: bool,
     /// Whether it also runs outside guest entries (the host binary's code), so that a
     /// release since the last entry says nothing about what is resident now.
     runs_outside_entries: bool,
@@ -117,6 +134,8 @@ pub enum Release {
     Recent,
     /// Already released, and not run since.
     AlreadyReleased,
+    /// Not mapped now: no instance holds the module (see [`Code::map`]).
+    Unmapped,
     /// It is not a file mapping (compiled in this process): never released.
     NotFileBacked,
     /// Its range holds an anonymous page (written since it was mapped): never released.
@@ -149,17 +168,44 @@ pub(crate) fn page_size() -> usize {
 }
 
 impl Code {
-    /// The code of `module`; `file_backed` says whether it was deserialised from a file
-    /// (`Module::deserialize_open_file`), which makes it releasable.
-    pub fn new(module: &wasmtime::Module, file_backed: bool) -> Self {
-        let range = module.image_range();
-        let mut code = Self::for_ranges(
-            file_backed
-                .then_some((range.start as usize, range.end as usize))
-                .into_iter(),
-        );
-        code._module = file_backed.then(|| module.clone());
+    /// The code of a module, mapped nowhere yet (see [`Code::map`]); `file_backed` says
+    /// whether its mappings are deserialised from a file (`Module::deserialize_open_file`),
+    /// which makes them releasable.
+    pub fn of_module(file_backed: bool) -> Self {
+        let mut code = Self::for_ranges(std::iter::empty());
+        code.releasable = file_backed;
         code
+    }
+
+    /// Records `module`'s image as where this code is mapped now (if the code is
+    /// releasable), replacing any earlier mapping; returns the generation to pass to
+    /// [`Code::unmap`].
+    ///
+    /// # Safety
+    /// The caller keeps `module` (a clone of it) alive until it has called
+    /// [`Code::unmap`] with the returned generation: the image is released with
+    /// `madvise` until then, so it must stay mapped.
+    pub unsafe fn map(&self, module: &wasmtime::Module) -> u64 {
+        let range = module.image_range();
+        let image = Image::whole_pages(range.start as usize, range.end as usize);
+        let mut state = self.lock();
+        state.generation += 1;
+        state.images = if self.releasable {
+            image.into_iter().collect()
+        } else {
+            Vec::new()
+        };
+        state.released = false;
+        state.generation
+    }
+
+    /// Forgets the mapping of `generation` if it is still the current one (a mapping made
+    /// since is kept). After this, nothing of that mapping is released.
+    pub fn unmap(&self, generation: u64) {
+        let mut state = self.lock();
+        if state.generation == generation {
+            state.images.clear();
+        }
     }
 
     /// The host binary's code: the runs of file pages in the private, not writable mappings
@@ -178,34 +224,28 @@ impl Code {
         let mut code = Self::for_ranges(ranges.into_iter());
         // The loader relocates before `main` and then makes these mappings read-only, so
         // which of their pages are anonymous copies is settled for the process's life.
-        code.images = code
+        let state = code.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        state.images = state
             .images
             .iter()
             .flat_map(|&image| file_page_runs(image).unwrap_or_default())
             .collect();
+        code.releasable = !state.images.is_empty();
         code.runs_outside_entries = true;
         code
     }
 
-    /// Code in the file mappings `[start, end)`. Each range is shrunk to whole pages: a
-    /// mapping starts on a page, and its last, partial page is left alone.
+    /// Code in the file mappings `[start, end)`, each shrunk to whole pages.
     fn for_ranges(ranges: impl Iterator<Item = (usize, usize)>) -> Self {
-        let page = page_size();
-        let images = ranges
-            .filter_map(|(start, end)| {
-                let start = start.checked_next_multiple_of(page)?;
-                let end = end - end % page;
-                (end > start).then_some(Image {
-                    start,
-                    len: end - start,
-                })
-            })
+        let images: Vec<Image> = ranges
+            .filter_map(|(start, end)| Image::whole_pages(start, end))
             .collect();
         Self {
-            images,
-            _module: None,
+            releasable: !images.is_empty(),
             runs_outside_entries: false,
             state: Mutex::new(Use {
+                images,
+                generation: 0,
                 running: 0,
                 last_exit: None,
                 released: false,
@@ -238,10 +278,13 @@ impl Code {
     /// running it, and none has for `idle` (measured at `now`). A running instance that
     /// enters while the pages are released only takes page faults: nothing is lost.
     pub fn release_if_idle(&self, idle: Duration, now: Instant) -> Release {
-        if self.images.is_empty() {
+        if !self.releasable {
             return Release::NotFileBacked;
         }
         let mut state = self.lock();
+        if state.images.is_empty() {
+            return Release::Unmapped;
+        }
         if state.running > 0 {
             return Release::Running;
         }
@@ -258,10 +301,13 @@ impl Code {
     /// Releases the code's resident pages if it is a clean file mapping and no instance is
     /// running it, whether or not it was released since it last ran.
     pub fn release_unless_running(&self) -> Release {
-        if self.images.is_empty() {
+        if !self.releasable {
             return Release::NotFileBacked;
         }
         let mut state = self.lock();
+        if state.images.is_empty() {
+            return Release::Unmapped;
+        }
         if state.running > 0 {
             return Release::Running;
         }
@@ -284,17 +330,19 @@ impl Code {
     /// meanwhile waits for the (sub-millisecond) release rather than faulting pages in while
     /// it happens.
     fn release_pages(&self, state: &mut Use) -> Release {
-        for &image in &self.images {
+        for &image in &state.images {
             match only_file_pages(image) {
                 Ok(true) => {}
                 Ok(false) => return Release::NotClean,
                 Err(err) => return Release::Failed(err.raw_os_error().unwrap_or(0)),
             }
         }
-        for &image in &self.images {
+        for &image in &state.images {
             // SAFETY: the range is a private, read-only file mapping that lives as long as
-            // `self` (it belongs to the `Module` whose image it is, to the executable, or to
-            // a shared library pinned for the process's life, see `host_mappings`),
+            // it is in `state` (it belongs to the `Module` whose image it is, which
+            // `Code::map`'s caller keeps until it is unmapped under this lock, to the
+            // executable, or to a shared library pinned for the process's life, see
+            // `host_mappings`),
             // and it holds no anonymous page (checked just above; a read-only mapping cannot
             // gain one), so dropping its pages loses nothing: each comes back from the file
             // on its next touch.
@@ -312,7 +360,7 @@ impl Code {
         state.released = true;
         state.releases += 1;
         Release::Done {
-            bytes: self.images.iter().map(|image| image.len).sum(),
+            bytes: state.images.iter().map(|image| image.len).sum(),
         }
     }
 }
@@ -365,7 +413,7 @@ impl PeriodicRelease {
 
     /// Releases `code` every period from now on, unless it cannot be released at all.
     pub fn add(&self, code: &Arc<Code>) {
-        if code.images.is_empty() {
+        if !code.releasable {
             return;
         }
         self.codes
@@ -698,8 +746,9 @@ mod tests {
     #[test]
     fn the_host_binarys_code_covers_its_shared_libraries() {
         let code = Code::of_host_binary();
+        let images = code.lock().images.clone();
         let covered = |address: usize| {
-            code.images
+            images
                 .iter()
                 .any(|image| (image.start..image.start + image.len).contains(&address))
         };
@@ -725,11 +774,12 @@ mod tests {
     fn the_host_binarys_code_is_released_and_runs_on() {
         let code = Arc::new(Code::of_host_binary());
         assert!(
-            !code.images.is_empty(),
+            !code.lock().images.is_empty(),
             "the test binary's text is a clean file mapping"
         );
         let resident = |code: &Code| -> usize {
-            code.images
+            code.lock()
+                .images
                 .iter()
                 .map(|image| Mapping::resident_in(image.start, image.len))
                 .sum()
@@ -852,7 +902,9 @@ mod tests {
             wasmtime::Module::deserialize_open_file(&engine, File::open(&path).expect("open"))
         }
         .expect("deserialises");
-        let code = Arc::new(Code::new(&module, true));
+        let code = Arc::new(Code::of_module(true));
+        // SAFETY: `module` lives until the end of the test, after `unmap`.
+        let generation = unsafe { code.map(&module) };
         let call = || {
             let _running = code.enter();
             let mut store = wasmtime::Store::new(&engine, ());
@@ -868,5 +920,37 @@ mod tests {
             Release::Done { .. }
         ));
         assert_eq!(call(), 1042);
+
+        // Mapped again (as a module that no instance held is loaded again): the older
+        // mapping's unmap leaves the newer one alone.
+        // SAFETY: as above.
+        let newer = unsafe { code.map(&module) };
+        assert_ne!(newer, generation);
+        code.unmap(generation);
+        drop(code.enter());
+        assert!(matches!(
+            code.release_if_idle(Duration::ZERO, Instant::now()),
+            Release::Done { .. }
+        ));
+        code.unmap(newer);
+        drop(code.enter());
+        assert_eq!(
+            code.release_if_idle(Duration::ZERO, Instant::now()),
+            Release::Unmapped,
+            "nothing is released once the mapping is forgotten"
+        );
+        assert_eq!(code.release_unless_running(), Release::Unmapped);
+    }
+
+    #[test]
+    fn a_module_compiled_in_memory_maps_nothing_releasable() {
+        let engine = wasmtime::Engine::default();
+        let module = wasmtime::Module::new(&engine, wat::parse_str("(module)").expect("wat"))
+            .expect("compiles");
+        let code = Code::of_module(false);
+        // SAFETY: nothing is recorded for code that is not releasable.
+        unsafe { code.map(&module) };
+        assert!(code.lock().images.is_empty());
+        assert_eq!(code.release_unless_running(), Release::NotFileBacked);
     }
 }

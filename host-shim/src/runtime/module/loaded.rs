@@ -2,31 +2,29 @@
 //! pre-instantiation.
 
 use std::fmt;
+use std::fs::File;
 use std::sync::Arc;
 
-use wasmtime::{InstancePre, Linker};
+use wasmtime::{Engine, Linker};
 
-use super::outcome::ModuleError;
-use crate::runtime::abi::exports::check_imports;
+use super::compiled::Compiled;
 use crate::runtime::idle_code::Code;
 use crate::runtime::options::ModuleOptions;
 use crate::runtime::state::HostState;
 use crate::runtime::suspend::Suspendable;
 
 /// A compiled module with its name in the host and its options, ready to run (and to run
-/// again: the module is pre-instantiated once, see [`InstancePre`]). Cheap to clone, and one
-/// pointer wide: every layer of a module's task (supervisor, run, loop) holds one.
+/// again: the module is pre-instantiated, see [`wasmtime::InstancePre`], and kept in memory
+/// while an instance holds it). Cheap to clone, and one pointer wide: every layer of a
+/// module's task (supervisor, run, loop) holds one.
 #[derive(Clone)]
 pub struct LoadedModule(Arc<Loaded>);
 
 #[derive(Clone)]
 struct Loaded {
     name: String,
-    module: wasmtime::Module,
-    /// Its compiled code: who runs it, and whether it can be released while no one does.
-    code: Arc<Code>,
-    /// The module with its imports resolved against the host's linker, or why that failed.
-    pre: Result<InstancePre<HostState>, ModuleError>,
+    /// The compiled module, shared with every module of the same wasm.
+    compiled: Arc<Compiled>,
     /// Whether its instances can be suspended to disk.
     suspendable: Suspendable,
     options: ModuleOptions,
@@ -42,27 +40,20 @@ impl fmt::Debug for LoadedModule {
 
 impl LoadedModule {
     /// `module` under `name`, its imports resolved against `linker` (or why they could not
-    /// be), with default options; `file_backed`: it was deserialised from a cache file, so
-    /// its code can be released while idle.
+    /// be), with default options; `file`: the cache file it maps, which lets it be dropped
+    /// while no instance holds it and its code be released while idle (see
+    /// [`crate::runtime::cache::Deserialised`]).
     pub(crate) fn new(
         name: &str,
-        module: wasmtime::Module,
-        linker: &Linker<HostState>,
+        engine: &Engine,
+        module: &wasmtime::Module,
+        file: Option<File>,
+        linker: &Arc<Linker<HostState>>,
         suspendable: Suspendable,
-        file_backed: bool,
     ) -> Self {
-        let pre = check_imports(&module)
-            .map_err(ModuleError::from)
-            .and_then(|()| {
-                linker
-                    .instantiate_pre(&module)
-                    .map_err(|e| ModuleError::Instantiate(format!("{e:?}")))
-            });
         Self(Arc::new(Loaded {
             name: name.to_owned(),
-            code: Arc::new(Code::new(&module, file_backed)),
-            module,
-            pre,
+            compiled: Compiled::new(engine, linker, module, file),
             suspendable,
             options: ModuleOptions::default(),
         }))
@@ -93,7 +84,7 @@ impl LoadedModule {
 
     /// Whether `other` shares this module's compiled code.
     pub fn shares_code_with(&self, other: &LoadedModule) -> bool {
-        wasmtime::Module::same(&self.0.module, &other.0.module)
+        Arc::ptr_eq(&self.0.compiled, &other.0.compiled)
     }
 
     /// The module's name in the host (the prefix of its output, `KUBE_WASM_MODULE`).
@@ -106,19 +97,32 @@ impl LoadedModule {
         &self.0.suspendable
     }
 
+    /// Its compiled module, shared with every module of the same wasm.
+    pub(super) fn compiled(&self) -> &Arc<Compiled> {
+        &self.0.compiled
+    }
+
     /// Its compiled code, shared with every module of the same wasm.
     pub(crate) fn code(&self) -> &Arc<Code> {
-        &self.0.code
+        self.0.compiled.code()
     }
 
     /// How many times its compiled code (shared with every module of the same wasm) was
     /// released while no instance ran it (see [`crate::runtime::idle_code`]).
     pub fn code_releases(&self) -> u64 {
-        self.0.code.releases()
+        self.0.compiled.code().releases()
     }
 
-    /// The module with its imports resolved, or why it cannot be instantiated.
-    pub(super) fn pre(&self) -> Result<&InstancePre<HostState>, &ModuleError> {
-        self.0.pre.as_ref()
+    /// How many times its compiled module (shared with every module of the same wasm) was
+    /// mapped again from its cache file after no instance held it (see
+    /// [`crate::runtime::module`], "Unmapped modules").
+    pub fn module_loads(&self) -> u64 {
+        self.0.compiled.loads()
+    }
+
+    /// Whether its compiled module is in memory now (it is not while no instance holds it,
+    /// if it came from the cache).
+    pub fn is_mapped(&self) -> bool {
+        self.0.compiled.is_mapped()
     }
 }

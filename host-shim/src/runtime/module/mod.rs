@@ -32,6 +32,15 @@
 //! for that code's pages to be released; they are when no module of the same wasm has run
 //! for that long (see [`crate::runtime::idle_code`]).
 //!
+//! # Unmapped modules
+//!
+//! A module holds its compiled module (see [`compiled`]) from its start while its `Store`
+//! exists, and lets go when it is suspended or ends. A compiled module from the cache that
+//! no module holds is dropped, with its mapping and the metadata wasmtime keeps on the heap,
+//! and mapped again from its cache file by the next module to start or resume; so a kind
+//! of module whose instances are all suspended costs no more than their snapshots and host
+//! state.
+//!
 //! # Suspended modules
 //!
 //! A module with a [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy) that has not been entered
@@ -50,6 +59,7 @@
 //!
 //! [`Settings::entry_deadline`]: crate::Settings::entry_deadline
 
+mod compiled;
 mod context;
 mod deliver;
 mod entry;
@@ -65,7 +75,6 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::Instrument as _;
-use wasmtime::InstancePre;
 
 use crate::runtime::fiber_stacks::StackOwner;
 use crate::runtime::memory_cap::MemoryCap;
@@ -76,6 +85,7 @@ use crate::runtime::stop::StopHandle;
 use crate::runtime::suspend::{IdleThreshold, ResumeAhead, Suspendable};
 use crate::runtime::wasi;
 use crate::upstream::watch_cache::ModuleWatches;
+use compiled::Compiled;
 use entry::new_store;
 use resident::Running;
 use shell::{CodeRelease, Idle, Shell, Wake};
@@ -116,9 +126,10 @@ async fn run_inner(
     stop: &StopHandle,
     name: Arc<str>,
 ) -> ModuleOutcome {
-    let pre = match module.pre() {
-        Ok(pre) => pre.clone(),
-        Err(err) => return ModuleOutcome::Failed(err.clone()),
+    let compiled = module.compiled().clone();
+    let held = match compiled.hold_async().await {
+        Ok(held) => held,
+        Err(err) => return ModuleOutcome::Failed(err),
     };
     let options = module.options();
     let namespace = options
@@ -203,6 +214,7 @@ async fn run_inner(
         store: new_store(cx.engine, state),
         instance: None,
         exports: None,
+        held,
     });
     let mut shell = Shell {
         completions: rx,
@@ -229,7 +241,7 @@ async fn run_inner(
     // The fiber stacks the module's stores allocate are counted to it, to be released
     // while it is idle.
     let stacks = shell.stacks.clone();
-    stacks.scope(live(cx, &pre, &mut shell, running)).await
+    stacks.scope(live(cx, &compiled, &mut shell, running)).await
 }
 
 /// Runs a module from `_start` to its end, suspending and resuming it as its policy says,
@@ -242,12 +254,12 @@ async fn run_inner(
 /// module (heaptrack, 100 idle modules).
 async fn live(
     cx: &ModuleContext<'_>,
-    pre: &InstancePre<HostState>,
+    compiled: &Arc<Compiled>,
     shell: &mut Shell,
     mut running: Box<Running>,
 ) -> ModuleOutcome {
     let entered = shell.enter();
-    if let Err(outcome) = Box::pin(running.start(pre, shell)).await {
+    if let Err(outcome) = Box::pin(running.start(shell)).await {
         shell.exit(entered);
         running.finish(shell);
         return outcome;
@@ -286,7 +298,7 @@ async fn live(
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
                         let planned = kind == OpKind::Delay && shell.between_timers();
-                        match Box::pin(suspended.resume(cx, pre, shell, planned)).await {
+                        match Box::pin(suspended.resume(cx, compiled, shell, planned)).await {
                             Ok(resumed) => resumed,
                             Err(outcome) => return outcome,
                         }
@@ -309,7 +321,7 @@ async fn live(
                     State::Suspended(suspended) => {
                         // Ahead of its timer: resumed now, the timer delivered when due.
                         let entered = shell.enter();
-                        let resumed = Box::pin(suspended.resume(cx, pre, shell, true)).await;
+                        let resumed = Box::pin(suspended.resume(cx, compiled, shell, true)).await;
                         shell.exit(entered);
                         match resumed {
                             Ok(running) => {

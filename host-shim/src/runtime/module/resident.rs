@@ -2,8 +2,9 @@
 
 use kube_wasm_abi::names::{EXPORT_ABI_VERSION, EXPORT_START};
 use tokio::time::Instant;
-use wasmtime::{Instance, InstancePre, Store};
+use wasmtime::{Instance, Store};
 
+use super::compiled::Held;
 use super::deliver::deliver;
 use super::entry::{arm_deadline, entry_failed, guest_failure, record_memory};
 use super::outcome::{ModuleError, ModuleOutcome};
@@ -17,6 +18,8 @@ pub(super) struct Running {
     pub(super) store: Store<HostState>,
     pub(super) instance: Option<Instance>,
     pub(super) exports: Option<GuestExports>,
+    /// Its hold on the compiled module; last, so that it is dropped after the `Store`.
+    pub(super) held: Held,
 }
 
 impl Running {
@@ -52,13 +55,9 @@ impl Running {
     }
 
     /// Instantiates the module, checks its ABI version and runs `_start`.
-    pub(super) async fn start(
-        &mut self,
-        pre: &InstancePre<HostState>,
-        shell: &mut Shell,
-    ) -> Result<(), ModuleOutcome> {
+    pub(super) async fn start(&mut self, shell: &mut Shell) -> Result<(), ModuleOutcome> {
         arm_deadline(&mut self.store);
-        let instance = match pre.instantiate_async(&mut self.store).await {
+        let instance = match self.held.pre().instantiate_async(&mut self.store).await {
             Ok(instance) => instance,
             Err(err) => {
                 return Err(

@@ -193,7 +193,10 @@ impl Shell {
                     false
                 }
                 Release::NotFileBacked => false,
-                Release::Running | Release::Recent | Release::AlreadyReleased => true,
+                Release::Running
+                | Release::Recent
+                | Release::AlreadyReleased
+                | Release::Unmapped => true,
             }
         });
         // SAFETY: by this function's contract, no fiber runs on the stacks.

@@ -1,11 +1,13 @@
-//! A suspended module (see [`crate::runtime::suspend`]): entering that state (the snapshot is written
-//! and the `Store` dropped) and leaving it (the instance re-created from the snapshot).
+//! A suspended module (see [`crate::runtime::suspend`]): entering that state (the snapshot is
+//! written, the `Store` dropped, and the compiled module let go) and leaving it (the compiled
+//! module held again, the instance re-created from the snapshot).
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use tokio::time::Instant;
-use wasmtime::InstancePre;
 
+use super::compiled::Compiled;
 use super::context::ModuleContext;
 use super::entry::{new_store, record_memory};
 use super::outcome::{ModuleError, ModuleOutcome};
@@ -15,7 +17,8 @@ use crate::runtime::abi::exports::GuestExports;
 use crate::runtime::state::HostState;
 use crate::runtime::suspend::{self, Snapshot};
 
-/// A suspended module: its host state and its snapshot, no `Store`.
+/// A suspended module: its host state and its snapshot, no `Store`, no hold on its compiled
+/// module.
 pub(super) struct Suspended {
     state: HostState,
     snapshot: Snapshot,
@@ -65,6 +68,7 @@ pub(super) async fn suspend(
         store,
         instance: _,
         exports,
+        held,
     } = *running;
     let task_name = name.clone();
     let written = tokio::task::spawn_blocking(move || {
@@ -74,15 +78,18 @@ pub(super) async fn suspend(
         }))
         .unwrap_or_else(|_| Err("the snapshot writer panicked".into()));
         match captured {
-            // Dropping the store here releases the instance and its memory.
+            // Dropping the store here releases the instance and its memory, then the
+            // compiled module if no other instance holds it.
             Ok(snapshot) => {
                 let state = store.into_data();
-                // The instance's allocations (its `VMContext`, tens of KiB) are free now, and
-                // would stay resident between the host state of the modules still there.
+                drop(held);
+                // The instance's allocations (its `VMContext`, tens of KiB), and the
+                // module's metadata if it was dropped, are free now, and would stay resident
+                // between the host state of the modules still there.
                 crate::heap::trim();
                 Ok((state, snapshot))
             }
-            Err(why) => Err((store, why)),
+            Err(why) => Err((store, held, why)),
         }
     })
     .await;
@@ -101,7 +108,7 @@ pub(super) async fn suspend(
                 since: Instant::now(),
             }))
         }
-        Ok(Err((store, why))) => {
+        Ok(Err((store, held, why))) => {
             metrics.suspend_failed(&name);
             let next = shell.idle.as_mut().map(|idle| {
                 idle.threshold.suspend_failed(Instant::now());
@@ -115,6 +122,7 @@ pub(super) async fn suspend(
                 store,
                 instance: Some(instance),
                 exports,
+                held,
             }))
         }
         Err(join) => Suspend::Lost(ModuleOutcome::Failed(ModuleError::Internal(format!(
@@ -129,9 +137,10 @@ impl Suspended {
         &self.state
     }
 
-    /// Re-creates the instance from the snapshot (see [`crate::runtime::suspend`]); the file is
-    /// removed. A `planned` resume (ahead of a timer, or by one) leaves the idle threshold as
-    /// it is; any other tells it how long the module stayed suspended.
+    /// Holds `compiled` again (mapping it again if no instance held it) and re-creates the
+    /// instance from the snapshot (see [`crate::runtime::suspend`]); the file is removed. A
+    /// `planned` resume (ahead of a timer, or by one) leaves the idle threshold as it is; any
+    /// other tells it how long the module stayed suspended.
     ///
     /// # Errors
     /// How the module ends if it cannot be resumed; its ops are then aborted if its host
@@ -139,13 +148,13 @@ impl Suspended {
     pub(super) async fn resume(
         self,
         cx: &ModuleContext<'_>,
-        pre: &InstancePre<HostState>,
+        compiled: &Arc<Compiled>,
         shell: &mut Shell,
         planned: bool,
     ) -> Result<Box<Running>, ModuleOutcome> {
         let started = Instant::now();
         let Suspended {
-            state,
+            mut state,
             snapshot,
             since,
         } = self;
@@ -156,22 +165,27 @@ impl Suspended {
                 "a suspended module has no snapshot layout".into(),
             )));
         };
-        let mut store = new_store(cx.engine, state);
-        let failed = |store: wasmtime::Store<HostState>, shell: &Shell, why: String| {
+        let failed = |state: &mut HostState, shell: &Shell, why: String| {
             metrics.resumed(&name, None);
-            let mut failed = Running {
-                store,
-                instance: None,
-                exports: None,
-            };
-            failed.finish(shell);
+            shell.cancel_ops(&mut state.ops);
             Err(ModuleOutcome::Failed(ModuleError::Resume(why)))
         };
+        let held = match compiled.hold_async().await {
+            Ok(held) => held,
+            Err(err) => return failed(&mut state, shell, err.to_string()),
+        };
+        let mut store = new_store(cx.engine, state);
         store.data_mut().begin_entry();
         store.set_epoch_deadline(1);
-        let instance = match pre.instantiate_async(&mut store).await {
+        let instance = match held.pre().instantiate_async(&mut store).await {
             Ok(instance) => instance,
-            Err(err) => return failed(store, shell, format!("instantiating again: {err:?}")),
+            Err(err) => {
+                return failed(
+                    store.data_mut(),
+                    shell,
+                    format!("instantiating again: {err:?}"),
+                );
+            }
         };
         let restored = tokio::task::spawn_blocking(move || {
             let mut store = store;
@@ -186,7 +200,7 @@ impl Suspended {
         .await;
         let mut store = match restored {
             Ok((store, Ok(()))) => store,
-            Ok((store, Err(why))) => return failed(store, shell, why),
+            Ok((mut store, Err(why))) => return failed(store.data_mut(), shell, why),
             Err(join) => {
                 metrics.resumed(&name, None);
                 return Err(ModuleOutcome::Failed(ModuleError::Internal(format!(
@@ -196,7 +210,7 @@ impl Suspended {
         };
         let exports = match GuestExports::resolve(&mut store, &instance) {
             Ok(exports) => exports,
-            Err(e) => return failed(store, shell, e.to_string()),
+            Err(e) => return failed(store.data_mut(), shell, e.to_string()),
         };
         let took = started.elapsed();
         let suspended_for = since.elapsed();
@@ -217,6 +231,7 @@ impl Suspended {
             store,
             instance: Some(instance),
             exports: Some(exports),
+            held,
         }))
     }
 
