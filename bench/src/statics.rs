@@ -89,19 +89,19 @@ pub async fn measure(
         let mut cache_load_ms = Vec::new();
         for _ in 0..repeats {
             let t = Instant::now();
-            let (module, source) = cache
+            let loaded = cache
                 .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
                 .map_err(|e| anyhow::anyhow!("loading {}: {e:?}", path.display()))?;
             let took = t.elapsed().as_secs_f64() * 1000.0;
             anyhow::ensure!(
-                source == Source::Cached,
+                loaded.source == Source::Cached,
                 "{} was not served from the cache {}",
                 path.display(),
                 cache_dir.display()
             );
             cache_load_ms.push(took);
             if path == ring {
-                ring_module = Some(module);
+                ring_module = Some(loaded.module);
             }
         }
         figures.push(WasmFigures {
