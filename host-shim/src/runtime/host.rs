@@ -119,8 +119,9 @@ pub(crate) struct HostInner {
     pub(crate) metrics: Metrics,
     pub(crate) watch_cache: Option<WatchCache>,
     cache: Option<ModuleCache>,
-    /// Compiled modules by SHA-256 of their wasm: one `Module` and `InstancePre` per
-    /// distinct wasm, shared by every module using it.
+    /// Compiled modules by SHA-256 of their wasm: one per distinct wasm, shared by every
+    /// module using it (its `Module` and `InstancePre` only while an instance holds it, if
+    /// it came from the cache).
     compiled: Mutex<HashMap<[u8; 32], LoadedModule>>,
     /// Held while a module is compiled or read from the cache: one at a time (a compile
     /// already uses every core), so that N WasmControllers of one image compile it once.
@@ -303,8 +304,11 @@ impl Host {
     }
 
     /// The module for wasm `bytes`, under `name` with default [`ModuleOptions`]. Each
-    /// distinct wasm is compiled (or taken from the cache, see [`Settings::cache_dir`]) and
-    /// pre-instantiated once per host; loading the same bytes again shares that work.
+    /// distinct wasm is compiled (or taken from the cache, see [`Settings::cache_dir`]) once
+    /// per host and pre-instantiated; loading the same bytes again shares that work. A module
+    /// from the cache is dropped while no instance of it is resident and mapped again from
+    /// its cache file when one starts or resumes (see [`crate::runtime::module`], "Unmapped
+    /// modules").
     /// Before compiling, the module is checked and, if it can be suspended, rewritten to
     /// export its mutable globals ([`suspend::prepare()`]); the cache is keyed by the bytes
     /// compiled. CPU-bound on first use: call it from a blocking thread for big modules.

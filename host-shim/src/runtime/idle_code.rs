@@ -4,9 +4,10 @@
 //! A module loaded from the cache of precompiled modules is a private, read-only mapping of
 //! its `.cwasm` file (see [`crate::runtime::cache`]): its machine code and the data its
 //! instances' memories start from. The pages an instance touches stay in the host's resident
-//! set for as long as the mapping exists, that is for the host's life, though an idle or
-//! suspended module does not run any of that code until its next event: 2.3–4.0 MiB per
-//! distinct module in the examples' smaps.
+//! set for as long as the mapping exists — while any instance of the module is resident (see
+//! [`crate::runtime::module`], "Unmapped modules") — though an idle module does not run any
+//! of that code until its next event: 2.3–4.0 MiB per distinct module in the examples' smaps.
+//! A mapping made again is recorded anew ([`Code::map`]).
 //!
 //! So each compiled module counts the instances that are *running* (inside a guest entry:
 //! `_start`, a resume, or the delivery of one completion), and when none has run for the

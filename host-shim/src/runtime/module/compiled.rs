@@ -18,7 +18,7 @@
 
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use wasmtime::{Engine, InstancePre, Linker, Module};
 
@@ -157,19 +157,29 @@ impl Compiled {
         Ok(self.held(&mut slot, mapped))
     }
 
-    /// [`Compiled::hold`], mapping the module on a blocking thread if it must be.
+    /// [`Compiled::hold`], mapping the module on a blocking thread if it must be. Never
+    /// waits for the slot's lock on the caller's thread: while another instance maps the
+    /// module, this one waits for it on a blocking thread too.
     pub(crate) async fn hold_async(self: &Arc<Self>) -> Result<Held, ModuleError> {
         self.check()?;
-        {
-            let mut slot = self.lock();
-            if let Some(mapped) = slot.mapped.clone() {
-                return Ok(self.held(&mut slot, mapped));
-            }
+        if let Some(held) = self.hold_if_mapped() {
+            return Ok(held);
         }
         let compiled = self.clone();
         tokio::task::spawn_blocking(move || compiled.hold())
             .await
             .map_err(|e| ModuleError::Internal(format!("mapping the module again: {e}")))?
+    }
+
+    /// Holds the module if it is in memory and its lock is free now.
+    fn hold_if_mapped(self: &Arc<Self>) -> Option<Held> {
+        let mut slot = match self.slot.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        let mapped = slot.mapped.clone()?;
+        Some(self.held(&mut slot, mapped))
     }
 
     /// Why the module can never be instantiated, if it cannot.
@@ -330,6 +340,33 @@ mod tests {
         let err = compiled.hold().err().expect("refused");
         assert!(err.to_string().contains("kube_wasm_v9"), "{err}");
         assert!(!compiled.is_mapped());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn waiting_for_another_instances_mapping_does_not_block_a_worker() {
+        let engine = Engine::default();
+        let linker = Arc::new(Linker::new(&engine));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (module, file) = from_file(&engine, dir.path());
+        let compiled = Compiled::new(&engine, &linker, &module, Some(file));
+        drop(compiled.hold().expect("holds"));
+        // As if another instance were mapping the module again.
+        let mapping = compiled.lock();
+        let waiting = tokio::spawn({
+            let compiled = compiled.clone();
+            async move { compiled.hold_async().await.map(drop) }
+        });
+        // The test's body is not on the one worker: plain sleeps, no tokio timer.
+        std::thread::sleep(Duration::from_millis(50));
+        let probe = tokio::spawn(async {});
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !probe.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(probe.is_finished(), "the worker waits for the lock");
+        drop(mapping);
+        waiting.await.expect("joins").expect("holds");
+        assert_eq!(compiled.loads(), 1);
     }
 
     #[tokio::test]
