@@ -259,9 +259,9 @@ mod tests {
     const WAT: &str =
         r#"(module (memory (export "memory") 1) (func (export "f") (result i32) i32.const 7))"#;
 
-    /// The module of [`WAT`] deserialised from a cache-like file in `dir`, and another handle
-    /// to that file.
-    fn from_file(engine: &Engine, dir: &std::path::Path) -> (Module, File) {
+    /// The module of [`WAT`] deserialised from a cache-like file in `dir`, kept with another
+    /// handle to that file (so it is dropped while no one holds it).
+    fn from_file(engine: &Engine, dir: &std::path::Path) -> Arc<Compiled> {
         let path = dir.join("m.cwasm");
         let artifact = engine
             .precompile_module(&wat::parse_str(WAT).expect("wat"))
@@ -271,7 +271,13 @@ mod tests {
         let kept = file.try_clone().expect("dup");
         // SAFETY: the artifact was just made by this engine.
         let module = unsafe { Module::deserialize_open_file(engine, file) }.expect("maps");
-        (module, kept)
+        Compiled::new(engine, &Arc::new(Linker::new(engine)), &module, Some(kept))
+    }
+
+    /// The module of `wat` compiled in memory.
+    fn in_memory(engine: &Engine, wat: &str) -> Arc<Compiled> {
+        let module = Module::new(engine, wat::parse_str(wat).expect("wat")).expect("compiles");
+        Compiled::new(engine, &Arc::new(Linker::new(engine)), &module, None)
     }
 
     fn released(code: &Arc<Code>) -> Release {
@@ -281,12 +287,8 @@ mod tests {
 
     #[test]
     fn a_module_from_a_file_is_dropped_with_its_last_holder_and_mapped_again() {
-        let engine = Engine::default();
-        let linker = Arc::new(Linker::new(&engine));
         let dir = tempfile::tempdir().expect("tempdir");
-        let (module, file) = from_file(&engine, dir.path());
-        let compiled = Compiled::new(&engine, &linker, &module, Some(file));
-        drop(module);
+        let compiled = from_file(&Engine::default(), dir.path());
         assert!(compiled.is_mapped(), "kept until an instance has held it");
 
         let first = compiled.hold().expect("holds");
@@ -319,10 +321,7 @@ mod tests {
 
     #[test]
     fn a_module_compiled_in_memory_stays() {
-        let engine = Engine::default();
-        let linker = Arc::new(Linker::new(&engine));
-        let module = Module::new(&engine, wat::parse_str(WAT).expect("wat")).expect("compiles");
-        let compiled = Compiled::new(&engine, &linker, &module, None);
+        let compiled = in_memory(&Engine::default(), WAT);
         drop(compiled.hold().expect("holds"));
         assert!(compiled.is_mapped(), "nothing to map it again from");
         drop(compiled.hold().expect("holds"));
@@ -332,11 +331,10 @@ mod tests {
 
     #[test]
     fn a_module_of_another_abi_never_holds() {
-        let engine = Engine::default();
-        let linker = Arc::new(Linker::new(&engine));
-        let wasm = wat::parse_str(r#"(module (import "kube_wasm_v9" "call" (func)))"#);
-        let module = Module::new(&engine, wasm.expect("wat")).expect("compiles");
-        let compiled = Compiled::new(&engine, &linker, &module, None);
+        let compiled = in_memory(
+            &Engine::default(),
+            r#"(module (import "kube_wasm_v9" "call" (func)))"#,
+        );
         let err = compiled.hold().err().expect("refused");
         assert!(err.to_string().contains("kube_wasm_v9"), "{err}");
         assert!(!compiled.is_mapped());
@@ -344,11 +342,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn waiting_for_another_instances_mapping_does_not_block_a_worker() {
-        let engine = Engine::default();
-        let linker = Arc::new(Linker::new(&engine));
         let dir = tempfile::tempdir().expect("tempdir");
-        let (module, file) = from_file(&engine, dir.path());
-        let compiled = Compiled::new(&engine, &linker, &module, Some(file));
+        let compiled = from_file(&Engine::default(), dir.path());
         drop(compiled.hold().expect("holds"));
         // As if another instance were mapping the module again.
         let mapping = compiled.lock();
@@ -371,11 +366,8 @@ mod tests {
 
     #[tokio::test]
     async fn mapping_again_happens_on_a_blocking_thread_and_gives_the_same_module() {
-        let engine = Engine::default();
-        let linker = Arc::new(Linker::new(&engine));
         let dir = tempfile::tempdir().expect("tempdir");
-        let (module, file) = from_file(&engine, dir.path());
-        let compiled = Compiled::new(&engine, &linker, &module, Some(file));
+        let compiled = from_file(&Engine::default(), dir.path());
         drop(compiled.hold_async().await.expect("holds"));
         assert!(!compiled.is_mapped());
         let held = compiled.hold_async().await.expect("mapped again");
