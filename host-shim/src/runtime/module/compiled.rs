@@ -86,6 +86,11 @@ impl Mapped {
     }
 }
 
+/// Why the module could not be mapped again.
+fn mapping_failed(why: impl std::fmt::Display) -> ModuleError {
+    ModuleError::Internal(format!("mapping the module again: {why}"))
+}
+
 /// An instance's hold on a [`Compiled`] module: the module stays in memory while one lives.
 pub(crate) struct Held {
     compiled: Arc<Compiled>,
@@ -168,7 +173,7 @@ impl Compiled {
         let compiled = self.clone();
         tokio::task::spawn_blocking(move || compiled.hold())
             .await
-            .map_err(|e| ModuleError::Internal(format!("mapping the module again: {e}")))?
+            .map_err(mapping_failed)?
     }
 
     /// Holds the module if it is in memory and its lock is free now.
@@ -198,19 +203,17 @@ impl Compiled {
 
     fn map_again(&self) -> Result<Mapped, ModuleError> {
         let started = std::time::Instant::now();
-        let again =
-            |what: String| ModuleError::Internal(format!("mapping the module again: {what}"));
         let file = self
             .file
             .as_ref()
-            .ok_or_else(|| again("it has no file".into()))?
+            .ok_or_else(|| mapping_failed("it has no file"))?
             .try_clone()
-            .map_err(|e| again(e.to_string()))?;
+            .map_err(mapping_failed)?;
         // SAFETY: the cache checked this open file's artifact before it was first
         // deserialised, and entries are never rewritten in place (see
         // `crate::runtime::cache`).
         let module = unsafe { Module::deserialize_open_file(&self.engine, file) }
-            .map_err(|e| again(format!("{e:?}")))?;
+            .map_err(|e| mapping_failed(format!("{e:?}")))?;
         let mapped = Mapped::new(&module, &self.linker, &self.code)?;
         self.loads.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(
