@@ -9,7 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+# Each step says when it started (minutes:seconds since this script began), so a CI log shows
+# where a run's time went.
+step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
 # CI builds a fresh clone once: incremental compilation data would never be reused there, and
 # took 1.9 of the 5.6 GB target folder after the unit tests (a CI run failed on a full disk).
@@ -121,3 +123,5 @@ step "behavioural parity: each scenario controller, native (kube 5.0) against wa
 # Selected within the whole workspace like the e2e tests (no second kube build); the
 # harness's own tests are a test target (parity_harness) for the same reason.
 cargo test --workspace --test parity_harness --test parity_scenarios --test parity_restart
+
+step "done"
