@@ -23,11 +23,9 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Before the first thread starts: glibc reads its arena limit as threads first allocate.
-    // Not for a compile, which is short-lived and allocates from every core at once.
-    if !matches!(cli.command, Command::Compile(_)) {
-        tune_malloc();
-    }
+    // Before the first thread starts. Only for a serving host: a compile is short-lived and
+    // allocates from every core at once.
+    let tuning = matches!(cli.command, Command::Run(_)).then(host_shim::heap::tune_for_serving);
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -35,6 +33,16 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    match tuning {
+        Some(host_shim::heap::Tuning::Tuned) => tracing::debug!(
+            "malloc tuned for serving: {}",
+            host_shim::heap::SERVING_TUNABLES
+        ),
+        Some(host_shim::heap::Tuning::Partly(why)) => {
+            tracing::warn!("malloc keeps its per-thread caches: {why}")
+        }
+        Some(host_shim::heap::Tuning::Untouched) | None => {}
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(BLOCKING_THREADS)
@@ -104,46 +112,6 @@ fn die_by(signal: StopSignal) -> ExitCode {
 /// stacks for reuse (its 40 MiB stack cache) with 16 KiB of each resident for the host's
 /// life. Also bounds the compile children running at once.
 const BLOCKING_THREADS: usize = 8;
-
-/// glibc's malloc arenas the host allows (`M_ARENA_MAX`). glibc's default (8 per core) gives
-/// each tokio worker and blocking thread an arena of its own; a module's host state is
-/// allocated on whichever thread happens to run it, so every arena ends up holding a share
-/// of it, with its own free space and fragmentation. One arena (each thread keeps its small
-/// per-thread cache, so most allocations still take no lock) and the fixed thresholds below
-/// measured about 4 MiB less PSS with 100 idle modules (42.6 → 38.6 MiB, median of 3).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MALLOC_ARENAS: libc::c_int = 1;
-
-/// Bytes from which glibc serves an allocation with its own `mmap` (`M_MMAP_THRESHOLD`),
-/// and above which free space at the top of the heap is returned (`M_TRIM_THRESHOLD`):
-/// glibc's initial values, 128 KiB. Setting them turns off glibc's dynamic threshold, which
-/// after the first large buffer is freed (reading a 5 MB precompiled module, a large list
-/// response) would serve every buffer up to that size from the heap and keep it there.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MALLOC_THRESHOLD_BYTES: libc::c_int = 128 * 1024;
-
-/// Sets glibc's malloc parameters ([`MALLOC_ARENAS`], [`MALLOC_THRESHOLD_BYTES`]) unless
-/// the environment sets malloc parameters itself (any `MALLOC_*` variable, or
-/// `glibc.malloc.*` in `GLIBC_TUNABLES`), which then win. Call before any thread starts.
-fn tune_malloc() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let user_set = std::env::vars_os().any(|(key, value)| {
-            let key = key.to_string_lossy();
-            key.starts_with("MALLOC_")
-                || (key == "GLIBC_TUNABLES" && value.to_string_lossy().contains("glibc.malloc."))
-        });
-        if user_set {
-            return;
-        }
-        // SAFETY: mallopt only sets allocator parameters; no other thread exists yet.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, MALLOC_ARENAS);
-            libc::mallopt(libc::M_MMAP_THRESHOLD, MALLOC_THRESHOLD_BYTES);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, MALLOC_THRESHOLD_BYTES);
-        }
-    }
-}
 
 /// Aborts a background task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

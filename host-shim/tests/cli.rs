@@ -56,6 +56,43 @@ fn a_missing_module_argument_or_kubeconfig_is_an_error() {
     assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
 }
 
+/// `host-shim run` with an unreachable kubeconfig (it ends at once) and `env` added, logging
+/// at debug level: its stderr.
+fn run_logging_debug(env: &[(&str, &str)]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_host-shim"))
+        .args(["run", "--kubeconfig", "/nonexistent/kubeconfig", "x.wasm"])
+        .env_remove("GLIBC_TUNABLES")
+        .env_remove("MALLOC_ARENA_MAX")
+        .env("RUST_LOG", "host_shim=debug")
+        .envs(env.iter().copied())
+        .output()
+        .expect("host-shim runs");
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_serving_host_starts_again_with_malloc_tuned_unless_the_environment_tunes_it() {
+    let tuned = "malloc tuned for serving: glibc.malloc.arena_max=1";
+    let stderr = run_logging_debug(&[]);
+    assert!(stderr.contains(tuned), "{stderr}");
+    assert!(stderr.contains("tcache_count=0"), "{stderr}");
+    let stderr = run_logging_debug(&[("GLIBC_TUNABLES", "glibc.rtld.nns=4")]);
+    assert!(
+        stderr.contains(tuned),
+        "other tunables kept beside: {stderr}"
+    );
+
+    for env in [
+        ("GLIBC_TUNABLES", "glibc.malloc.arena_max=2"),
+        ("MALLOC_ARENA_MAX", "2"),
+    ] {
+        let stderr = run_logging_debug(&[env]);
+        assert!(!stderr.contains("malloc tuned"), "{env:?}: {stderr}");
+        assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+    }
+}
+
 #[test]
 fn runs_modules_with_environment_and_exit_statuses() {
     let dir = scratch("run");
