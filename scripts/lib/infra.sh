@@ -53,15 +53,22 @@ unpack_debs() {
 # ---------------------------------------------------------------------------------------------
 
 # True if the PID in pid file $1 is a live (non-zombie) process whose command line
-# mentions $2 (the state dir), so a recycled PID is never mistaken for ours.
+# mentions $2 (the state dir), so a recycled PID is never mistaken for ours. A process in
+# the middle of exec (spawn's child becoming the server) shows an empty command line for a
+# moment: read again then.
 pid_alive() {
-  local pidfile=$1 marker=$2 pid state cmdline
+  local pidfile=$1 marker=$2 pid state cmdline attempt
   [[ -f $pidfile ]] || return 1
   pid=$(<"$pidfile")
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
-  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
-  [[ $state != Z && $cmdline == *"$marker"* ]]
+  for attempt in 1 2 3 4 5; do
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [[ $state != Z ]] || return 1
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ -n $cmdline ]] && break
+    sleep 0.05
+  done
+  [[ $cmdline == *"$marker"* ]]
 }
 
 # Starts "$@" detached (own session, no terminal, stdin from /dev/null), logging to $2;
