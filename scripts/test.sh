@@ -29,38 +29,17 @@ if ((${#missing[@]})); then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 
-# Background jobs: each in its own process group (setsid, so that stopping it stops its
-# children too), its output in a log file. `await_job NAME` waits for one, prints its log, and
-# fails the run if it failed; the jobs still running when the run ends are stopped.
-declare -A job_pid job_log
-start_job() {
-  local name=$1
-  shift
-  job_log[$name]=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-$name.XXXXXX")
-  setsid "$@" >"${job_log[$name]}" 2>&1 &
-  job_pid[$name]=$!
-}
-await_job() {
-  local name=$1 status=0
-  wait "${job_pid[$name]}" || status=$?
-  unset "job_pid[$name]"
-  cat "${job_log[$name]}" >&2
-  if ((status != 0)); then
-    echo "background job '$name' failed (exit $status)" >&2
-    exit 1
-  fi
-}
-stop_jobs() {
-  local pid
-  for pid in "${job_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
-}
-trap stop_jobs EXIT
-
 step "control plane and OCI registry: provisioned in the background while the Rust steps run"
 # kube-apiserver is built from Debian's source package the first time (about 6 minutes on 2
 # cores, then cached); the Rust build leaves cores idle in its long single-crate stretches,
-# and nothing before the end-to-end steps needs the control plane or the registry.
-start_job provisioning bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision'
+# and nothing before the end-to-end steps needs the control plane or the registry. Its own
+# process group (setsid), so that a run ending early stops the whole provisioning; its log is
+# printed when it is awaited.
+provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
+setsid bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision' \
+  >"$provision_log" 2>&1 &
+provision_pid=$!
+trap 'kill -- "-$provision_pid" 2>/dev/null || true' EXIT
 
 step "format"
 cargo fmt --all -- --check
@@ -122,10 +101,16 @@ package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-w
 if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
 step "end to end: wait for the provisioning, start a control plane and an OCI registry"
-await_job provisioning
+provisioned=0
+wait "$provision_pid" || provisioned=$?
+cat "$provision_log" >&2
+if ((provisioned != 0)); then
+  echo "provisioning the control plane or the registry failed (exit $provisioned)" >&2
+  exit 1
+fi
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
 registry_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-registry.XXXXXX")
-trap 'stop_jobs; scripts/control-plane.sh stop "$cp_dir" || true; scripts/registry.sh stop "$registry_dir" || true' EXIT
+trap 'scripts/control-plane.sh stop "$cp_dir" || true; scripts/registry.sh stop "$registry_dir" || true' EXIT
 scripts/control-plane.sh start "$cp_dir" >/dev/null
 scripts/registry.sh start "$registry_dir" >/dev/null
 set -a

@@ -23,8 +23,9 @@ use std::time::Duration;
 /// - `tcache_count=0`: no per-thread cache of freed chunks. Each thread keeps up to 7 freed
 ///   chunks of each of 64 sizes (up to 1 KiB) for itself; to the heap they are in use, so
 ///   `malloc_trim` cannot release the pages they lie on, and the host's threads (tokio's
-///   workers and blocking threads) hold them all over its heap. Without it every allocation takes the arena's lock (one arena,
-///   a handful of threads). The variable toggled on one build, two launches each: the
+///   workers and blocking threads) hold them all over its heap. Without it every allocation
+///   takes the arena's lock (one arena, a handful of threads). The variable toggled on one
+///   build, two launches each: the
 ///   suspended mixed fleet's malloc heap 4.09, 4.18 → 3.75, 3.80 MiB; 100 idle ring modules
 ///   14.1, 14.2 → 12.8, 12.8 MiB PSS (launches that sat high that hour; the README has the
 ///   before/after of the builds).
