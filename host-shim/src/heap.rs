@@ -32,6 +32,13 @@ use std::time::Duration;
 pub const SERVING_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=131072:\
 glibc.malloc.trim_threshold=131072:glibc.malloc.tcache_count=0";
 
+/// `arena_max` of [`SERVING_TUNABLES`], also set by `mallopt` where starting again fails.
+const ARENA_MAX: i32 = 1;
+
+/// `mmap_threshold` and `trim_threshold` of [`SERVING_TUNABLES`] in bytes, also set by
+/// `mallopt` where starting again fails.
+const THRESHOLD_BYTES: i32 = 128 * 1024;
+
 /// Set in the environment of the process [`tune_for_serving`] starts again: the
 /// `GLIBC_TUNABLES` it was started with (empty if none).
 const STARTED_WITH_TUNABLES: &str = "KUBE_WASM_STARTED_WITH_GLIBC_TUNABLES";
@@ -95,9 +102,9 @@ pub fn tune_for_serving() -> Tuning {
             .exec();
         // SAFETY: mallopt only sets allocator parameters; no other thread exists yet.
         unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 1);
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 128 * 1024);
+            libc::mallopt(libc::M_ARENA_MAX, ARENA_MAX);
+            libc::mallopt(libc::M_MMAP_THRESHOLD, THRESHOLD_BYTES);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, THRESHOLD_BYTES);
         }
         Tuning::Partly(format!(
             "starting the host again with GLIBC_TUNABLES failed: {failed}"
@@ -165,5 +172,22 @@ mod tests {
             !TRIM_PENDING.load(Ordering::SeqCst),
             "trimmed; the next ask waits again"
         );
+    }
+
+    #[test]
+    fn the_fallback_sets_what_the_tunables_say() {
+        let tunables: Vec<&str> = SERVING_TUNABLES.split(':').collect();
+        for expected in [
+            format!("glibc.malloc.arena_max={ARENA_MAX}"),
+            format!("glibc.malloc.mmap_threshold={THRESHOLD_BYTES}"),
+            format!("glibc.malloc.trim_threshold={THRESHOLD_BYTES}"),
+            "glibc.malloc.tcache_count=0".to_owned(),
+        ] {
+            assert!(
+                tunables.contains(&expected.as_str()),
+                "{expected} in {tunables:?}"
+            );
+        }
+        assert_eq!(tunables.len(), 4, "nothing the fallback does not know of");
     }
 }
