@@ -104,6 +104,7 @@ step "end to end: wait for the provisioning, start a control plane and an OCI re
 provisioned=0
 wait "$provision_pid" || provisioned=$?
 cat "$provision_log" >&2
+rm -f "$provision_log"
 if ((provisioned != 0)); then
   echo "provisioning the control plane or the registry failed (exit $provisioned)" >&2
   exit 1
