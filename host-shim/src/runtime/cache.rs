@@ -2,8 +2,9 @@
 //!
 //! An entry's name is the SHA-256 of the engine's compatibility fingerprint
 //! ([`Engine::precompile_compatibility_hash`]: wasmtime version, target, compiler settings)
-//! followed by the SHA-256 of the wasm bytes. So a changed module, a changed engine
-//! configuration or another wasmtime version is a miss, never a wrong hit.
+//! and the host's [`PIPELINE`] followed by the SHA-256 of the wasm bytes. So a changed module,
+//! a changed engine configuration, another wasmtime version or another treatment of the
+//! bytes before compiling is a miss, never a wrong hit.
 //!
 //! # Trust model
 //!
@@ -36,6 +37,8 @@ use std::path::{Path, PathBuf};
 use hmac::{Hmac, Mac as _};
 use sha2::{Digest as _, Sha256};
 use wasmtime::{Engine, Module};
+
+use crate::runtime::compiler::PIPELINE;
 
 const MAGIC: &[u8; 8] = b"KWASMC2\n";
 const TAG_LEN: usize = 32;
@@ -309,10 +312,12 @@ impl ModuleCache {
     }
 }
 
-/// The entry name of `wasm` on `engine`: hex SHA-256 of (engine fingerprint ‖ SHA-256(wasm)).
+/// The entry name of `wasm` on `engine`: hex SHA-256 of (engine fingerprint ‖ [`PIPELINE`] ‖
+/// SHA-256(wasm)).
 pub fn entry_name(engine: &Engine, wasm: &[u8]) -> String {
     let mut fingerprint = Sha256Hasher(Sha256::new());
     std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut fingerprint);
+    std::hash::Hash::hash(PIPELINE, &mut fingerprint);
     let mut name = fingerprint.0;
     name.update(Sha256::digest(wasm));
     hex::encode(name.finalize())

@@ -12,7 +12,11 @@
 //! The child builds its engine with [`engine::new_engine`] from the same [`PoolSize`], so
 //! the artifact matches the host's engine; wasmtime checks that again when the host loads
 //! it ([`Engine::precompile_compatibility_hash`]).
+//!
+//! Wherever it runs, compiling first merges the module's identical functions
+//! ([`merge_functions`]); [`PIPELINE`] names that step in the cache's entry names.
 
+use std::borrow::Cow;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -21,6 +25,11 @@ use wasmtime::{Engine, Module};
 
 use crate::runtime::engine::{self, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
+use crate::runtime::merge_functions;
+
+/// What the host does to a module's bytes before wasmtime compiles them; part of every
+/// cache entry's name, so an artifact made by another pipeline is a miss, never a hit.
+pub const PIPELINE: &str = "merge-identical-functions/1";
 
 /// The largest artifact read back from a child, in bytes: far above any module the host's
 /// size limits let in (a 2 MiB module compiles to about 5 MiB).
@@ -71,7 +80,7 @@ impl Compiler {
         wasm: &[u8],
     ) -> wasmtime::Result<Vec<u8>> {
         match self {
-            Self::InProcess => engine.precompile_module(wasm),
+            Self::InProcess => engine.precompile_module(&to_compile(wasm)),
             Self::Child { program } => precompile_in_child(program, pool, wasm),
         }
     }
@@ -88,7 +97,7 @@ impl Compiler {
         wasm: &[u8],
     ) -> wasmtime::Result<Module> {
         match self {
-            Self::InProcess => Module::new(engine, wasm),
+            Self::InProcess => Module::new(engine, to_compile(wasm)),
             Self::Child { .. } => {
                 let artifact = self.precompile(engine, pool, wasm)?;
                 // SAFETY: the artifact was made just now by this host's own binary from
@@ -97,6 +106,12 @@ impl Compiler {
             }
         }
     }
+}
+
+/// The bytes wasmtime compiles for `wasm`: with its identical functions merged, or as they
+/// are if [`merge_functions::merge_identical_functions`] leaves them.
+fn to_compile(wasm: &[u8]) -> Cow<'_, [u8]> {
+    merge_functions::merge_identical_functions(wasm).map_or(Cow::Borrowed(wasm), Cow::Owned)
 }
 
 /// The arguments that give a child the host's engine configuration.
@@ -201,8 +216,9 @@ fn failure(status: ExitStatus, stderr: &[u8], program: &Path) -> String {
     format!("the compiler {} compile {status}", program.display())
 }
 
-/// `host-shim compile`: reads a wasm module from `input`, compiles it for an engine made
-/// with `pool` ([`engine::new_engine`]) and writes the artifact to `output`.
+/// `host-shim compile`: reads a wasm module from `input`, compiles it (its identical
+/// functions merged first) for an engine made with `pool` ([`engine::new_engine`]) and writes
+/// the artifact to `output`.
 ///
 /// # Errors
 /// If the input cannot be read, the module does not compile, or the output cannot be written.
@@ -218,7 +234,7 @@ pub fn compile_stream(
     let engine = engine::new_engine(pool, &ReleasableStacks::default())
         .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
     let artifact = engine
-        .precompile_module(&wasm)
+        .precompile_module(&to_compile(&wasm))
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     output
         .write_all(&artifact)

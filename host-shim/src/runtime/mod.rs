@@ -1,5 +1,6 @@
 //! The runtime core, embeddable as a library: an [`engine`] compiles modules (in a child
-//! process, [`compiler`], when the host runs as `host-shim run`), a [`Host`]
+//! process, [`compiler`], when the host runs as `host-shim run`; their identical functions
+//! merged first, [`merge_functions`]), a [`Host`]
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
 //! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]) with
@@ -19,6 +20,7 @@ pub mod host;
 pub mod idle_code;
 pub mod idle_stack;
 pub(crate) mod memory_cap;
+pub mod merge_functions;
 pub mod module;
 pub(crate) mod ops;
 pub mod options;

@@ -1,0 +1,383 @@
+//! Merging a module's identical functions before it is compiled.
+//!
+//! rustc instantiates a generic function in every codegen unit and crate that uses it, so a
+//! module carries many byte-identical copies: the `release` ring controller has 1,220
+//! functions in its table, of which 903 remain once identical ones are merged. Every function
+//! a module's table or exports name has a 32-byte `VMFuncRef` in each instance's `VMContext`,
+//! written as the guest first calls through it, so each copy costs every instance memory, not
+//! only the code once. Merging them is what binaryen's `--duplicate-function-elimination` and
+//! native linkers' identical code folding do.
+//!
+//! Two functions are identical when they have the same type index and the same body (locals
+//! and instructions) once every function they name is replaced by the one it was merged into;
+//! merging repeats until a round merges nothing, at most [`MAX_ROUNDS`] rounds. Then every
+//! reference to a merged function — calls, `ref.func`, element segments, exports, the start
+//! function — names the lowest-numbered function of its group, and the bodies nothing names
+//! any more become a lone `unreachable`. Function indices do not change: a table keeps its
+//! slots (Rust's function pointers are slot numbers, so no pointer changes value), and the
+//! name section stays as it is. A trap inside a merged function is reported under the name
+//! of the function it was merged into.
+//!
+//! A module is left as it is (and wasmtime reports its own errors for it) when it is not a
+//! core module, when any part of it does not parse or re-encode, when it carries DWARF
+//! (`.debug_*` sections: its code offsets would no longer match), or when nothing merges.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::convert::Infallible;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use wasm_encoder::reencode::{Error, Reencode, utils};
+use wasm_encoder::{CodeSection, Encode as _, Function, Instruction};
+use wasmparser::{Encoding, FunctionBody, Parser, Payload, TypeRef};
+
+/// The most merging rounds: each round after the first only finds functions that differ in
+/// which copies they call, so a few suffice; the bound keeps a hostile module's cost linear.
+pub const MAX_ROUNDS: usize = 8;
+
+/// `wasm` with its identical functions merged, or `None` if it is to be compiled as it is
+/// (see the module docs for when). Never panics: a panic in the parser or encoder on some
+/// input is also `None`.
+pub fn merge_identical_functions(wasm: &[u8]) -> Option<Vec<u8>> {
+    catch_unwind(AssertUnwindSafe(|| {
+        let functions = Functions::read(wasm)?;
+        let merged_into = functions.merged_into()?;
+        rewrite(wasm, functions.imported, &merged_into)
+    }))
+    .ok()
+    .flatten()
+}
+
+/// The module's functions as the merge sees them.
+struct Functions<'a> {
+    /// How many functions the module imports (they come first in the index space).
+    imported: u32,
+    /// The type index of each function the module defines, in order.
+    types: Vec<u32>,
+    /// The body of each function the module defines, in order.
+    bodies: Vec<FunctionBody<'a>>,
+}
+
+impl<'a> Functions<'a> {
+    /// The functions of the core module `wasm`; `None` for a component, a module with DWARF,
+    /// or what does not parse.
+    fn read(wasm: &'a [u8]) -> Option<Self> {
+        let mut functions = Functions {
+            imported: 0,
+            types: Vec::new(),
+            bodies: Vec::new(),
+        };
+        for payload in Parser::new(0).parse_all(wasm) {
+            match payload.ok()? {
+                Payload::Version {
+                    encoding: Encoding::Component,
+                    ..
+                } => return None,
+                Payload::ImportSection(reader) => {
+                    for import in reader.into_imports() {
+                        if let TypeRef::Func(_) | TypeRef::FuncExact(_) = import.ok()?.ty {
+                            functions.imported = functions.imported.checked_add(1)?;
+                        }
+                    }
+                }
+                Payload::FunctionSection(reader) => {
+                    for ty in reader {
+                        functions.types.push(ty.ok()?);
+                    }
+                }
+                Payload::CodeSectionEntry(body) => functions.bodies.push(body),
+                Payload::CustomSection(section) if section.name().starts_with(".debug_") => {
+                    return None;
+                }
+                _ => {}
+            }
+        }
+        (functions.types.len() == functions.bodies.len()).then_some(functions)
+    }
+
+    /// For each function index, the index of the function it is merged into (itself if
+    /// none); `None` if nothing merges or a body does not re-encode.
+    fn merged_into(&self) -> Option<Vec<u32>> {
+        let total = usize::try_from(self.imported)
+            .ok()?
+            .checked_add(self.bodies.len())?;
+        let mut merged_into: Vec<u32> = (0..u32::try_from(total).ok()?).collect();
+        let mut any = false;
+        for _ in 0..MAX_ROUNDS {
+            let mut first: HashMap<(u32, Vec<u8>), u32> = HashMap::new();
+            let mut merged = false;
+            for (index, (body, &ty)) in (self.imported..).zip(self.bodies.iter().zip(&self.types)) {
+                if merged_into[index as usize] != index {
+                    continue;
+                }
+                let key = (ty, encoded_body(body, &merged_into)?);
+                match first.entry(key) {
+                    Entry::Occupied(group) => {
+                        merged_into[index as usize] = *group.get();
+                        merged = true;
+                    }
+                    Entry::Vacant(group) => {
+                        group.insert(index);
+                    }
+                }
+            }
+            if !merged {
+                break;
+            }
+            any = true;
+            // A function merged in an earlier round into one merged in this round: follow
+            // the chain. Each merges into a lower index, resolved already in this order.
+            for index in 0..merged_into.len() {
+                merged_into[index] = merged_into[merged_into[index] as usize];
+            }
+        }
+        any.then_some(merged_into)
+    }
+}
+
+/// The encoding of `body` with the functions it names replaced as `merged_into` says.
+fn encoded_body(body: &FunctionBody<'_>, merged_into: &[u32]) -> Option<Vec<u8>> {
+    let mut names = Renamer {
+        merged_into,
+        imported: 0,
+        next_defined: 0,
+    };
+    let mut function = names.new_function_with_parsed_locals(body).ok()?;
+    let mut reader = body.get_operators_reader().ok()?;
+    while !reader.eof() {
+        function.instruction(&names.parse_instruction(&mut reader).ok()?);
+    }
+    let mut bytes = Vec::new();
+    function.encode(&mut bytes);
+    Some(bytes)
+}
+
+/// `wasm` re-encoded with every function reference replaced as `merged_into` says and the
+/// bodies of merged functions emptied.
+fn rewrite(wasm: &[u8], imported: u32, merged_into: &[u32]) -> Option<Vec<u8>> {
+    let mut module = wasm_encoder::Module::new();
+    let mut names = Renamer {
+        merged_into,
+        imported,
+        next_defined: 0,
+    };
+    names
+        .parse_core_module(&mut module, Parser::new(0), wasm)
+        .ok()?;
+    Some(module.finish())
+}
+
+/// The re-encoder that names each function by the one it was merged into.
+struct Renamer<'m> {
+    merged_into: &'m [u32],
+    imported: u32,
+    /// The position in the code section of the next body.
+    next_defined: u32,
+}
+
+impl Reencode for Renamer<'_> {
+    type Error = Infallible;
+
+    fn function_index(&mut self, func: u32) -> Result<u32, Error<Infallible>> {
+        Ok(self.merged_into.get(func as usize).copied().unwrap_or(func))
+    }
+
+    /// Custom sections are copied byte for byte: no function index changes, so the name
+    /// section's names stay with their functions.
+    fn parse_custom_section(
+        &mut self,
+        module: &mut wasm_encoder::Module,
+        section: wasmparser::CustomSectionReader<'_>,
+    ) -> Result<(), Error<Infallible>> {
+        module.section(&self.custom_section(section)?);
+        Ok(())
+    }
+
+    fn parse_function_body(
+        &mut self,
+        code: &mut CodeSection,
+        func: FunctionBody<'_>,
+    ) -> Result<(), Error<Infallible>> {
+        let index = self.imported.saturating_add(self.next_defined);
+        self.next_defined = self.next_defined.saturating_add(1);
+        if self.function_index(index)? == index {
+            return utils::parse_function_body(self, code, func);
+        }
+        let mut unreachable = Function::new([]);
+        unreachable.instruction(&Instruction::Unreachable);
+        unreachable.instruction(&Instruction::End);
+        code.function(&unreachable);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use wasm_encoder::Section as _;
+    use wasmtime::{Engine, Instance, Module, Store};
+
+    /// Two pairs of identical functions: `leaf_a`/`leaf_b`, and `call_a`/`call_b`, which
+    /// differ only in which leaf they call; `other` has `leaf_a`'s body but another type.
+    /// All are in the table, and `dispatch` calls slot `i` indirectly.
+    const WAT: &str = r#"
+        (module
+          (type $unary (func (param i32) (result i32)))
+          (type $binary (func (param i32 i32) (result i32)))
+          (import "host" "seven" (func $seven (result i32)))
+          (table 6 funcref)
+          (elem (i32.const 0) func $leaf_a $leaf_b $call_a $call_b $leaf_a $plain)
+          (func $leaf_a (type $unary) (i32.add (local.get 0) (i32.const 1)))
+          (func $leaf_b (type $unary) (i32.add (local.get 0) (i32.const 1)))
+          (func $call_a (type $unary) (i32.mul (call $leaf_a (local.get 0)) (i32.const 2)))
+          (func $call_b (type $unary) (i32.mul (call $leaf_b (local.get 0)) (i32.const 2)))
+          (func $other (type $binary) (i32.add (local.get 0) (i32.const 1)))
+          (func $plain (type $unary) (i32.add (local.get 0) (call $seven)))
+          (func (export "dispatch") (param i32 i32) (result i32)
+            (call_indirect (type $unary) (local.get 0) (local.get 1)))
+          (func (export "leaf_b") (type $unary) (call $leaf_b (local.get 0)))
+          (export "other" (func $other)))
+    "#;
+
+    /// The function indices the element segments of `wasm` name, in order.
+    fn element_functions(wasm: &[u8]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for payload in Parser::new(0).parse_all(wasm) {
+            if let Payload::ElementSection(reader) = payload.expect("parses") {
+                for element in reader {
+                    match element.expect("element").items {
+                        wasmparser::ElementItems::Functions(functions) => {
+                            out.extend(functions.into_iter().map(|f| f.expect("index")))
+                        }
+                        wasmparser::ElementItems::Expressions(..) => panic!("expressions"),
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The name section's function names of `wasm`, by index.
+    fn function_names(wasm: &[u8]) -> Vec<(u32, String)> {
+        let mut out = Vec::new();
+        for payload in Parser::new(0).parse_all(wasm) {
+            if let Payload::CustomSection(section) = payload.expect("parses")
+                && let wasmparser::KnownCustom::Name(names) = section.as_known()
+            {
+                for name in names {
+                    if let wasmparser::Name::Function(map) = name.expect("name") {
+                        for naming in map {
+                            let naming = naming.expect("naming");
+                            out.push((naming.index, naming.name.to_owned()));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// `dispatch(x, slot)` for every slot, and `leaf_b(x)` and `other(x, 0)`.
+    fn results(wasm: &[u8], x: i32) -> Vec<i32> {
+        let engine = Engine::default();
+        let module = Module::new(&engine, wasm).expect("compiles");
+        let mut store = Store::new(&engine, ());
+        let seven = wasmtime::Func::wrap(&mut store, || 7i32);
+        let instance = Instance::new(&mut store, &module, &[seven.into()]).expect("instance");
+        let dispatch = instance
+            .get_typed_func::<(i32, i32), i32>(&mut store, "dispatch")
+            .expect("dispatch");
+        let mut out: Vec<i32> = (0..6)
+            .map(|slot| dispatch.call(&mut store, (x, slot)).expect("call"))
+            .collect();
+        let leaf_b = instance
+            .get_typed_func::<i32, i32>(&mut store, "leaf_b")
+            .expect("leaf_b");
+        out.push(leaf_b.call(&mut store, x).expect("call"));
+        let other = instance
+            .get_typed_func::<(i32, i32), i32>(&mut store, "other")
+            .expect("other");
+        out.push(other.call(&mut store, (x, 0)).expect("call"));
+        out
+    }
+
+    #[test]
+    fn identical_functions_and_their_callers_merge_and_behave_the_same() {
+        let wasm = wat::parse_str(WAT).expect("wat");
+        let merged = merge_identical_functions(&wasm).expect("something merges");
+        // Function 0 is the import; leaf_a 1, leaf_b 2, call_a 3, call_b 4, other 5, plain 6.
+        assert_eq!(element_functions(&wasm), [1, 2, 3, 4, 1, 6]);
+        assert_eq!(element_functions(&merged), [1, 1, 3, 3, 1, 6]);
+        assert_eq!(results(&merged, 5), results(&wasm, 5));
+        assert_eq!(results(&wasm, 5), [6, 6, 12, 12, 6, 12, 6, 6]);
+        // The emptied copies and the kept names.
+        assert_eq!(function_names(&merged), function_names(&wasm));
+        let functions = Functions::read(&merged).expect("reads");
+        let body_len = |i: usize| functions.bodies[i].range().len();
+        assert!(body_len(1) < body_len(0) && body_len(3) < body_len(2));
+    }
+
+    #[test]
+    fn modules_without_copies_or_with_dwarf_or_not_parsing_stay_as_they_are() {
+        let single = wat::parse_str(
+            r#"(module (table 1 funcref) (elem (i32.const 0) func $f)
+                 (func $f (result i32) (i32.const 1)))"#,
+        )
+        .expect("wat");
+        assert_eq!(merge_identical_functions(&single), None);
+        let mut with_dwarf = wat::parse_str(WAT).expect("wat");
+        let mut section = Vec::new();
+        wasm_encoder::CustomSection {
+            name: ".debug_info".into(),
+            data: (&[0u8; 4][..]).into(),
+        }
+        .append_to(&mut section);
+        with_dwarf.extend_from_slice(&section);
+        assert_eq!(merge_identical_functions(&with_dwarf), None);
+        assert_eq!(merge_identical_functions(b"\0asm\x01\0\0\0\x0a\x05"), None);
+        assert_eq!(merge_identical_functions(b"not wasm"), None);
+    }
+
+    #[test]
+    fn chains_of_copies_take_no_more_than_the_round_bound() {
+        // Two copies of f_0..f_n, where f_k calls its own copy of f_{k-1}, each defined
+        // before its callee: a round merges one level, so n + 1 rounds would merge all; the
+        // bound stops earlier, and what it merged still behaves the same.
+        let depth = MAX_ROUNDS + 4;
+        let mut funcs = String::new();
+        for copy in ["a", "b"] {
+            for k in (1..=depth).rev() {
+                funcs += &format!(
+                    "(func $f{k}{copy} (result i32) (i32.add (call $f{}{copy}) (i32.const 1)))",
+                    k - 1
+                );
+            }
+            funcs += &format!("(func $f0{copy} (result i32) (i32.const 1))");
+        }
+        let wat = format!(
+            r#"(module {funcs}
+                 (export "a" (func $f{depth}a)) (export "b" (func $f{depth}b)))"#
+        );
+        let wasm = wat::parse_str(&wat).expect("wat");
+        let functions = Functions::read(&wasm).expect("reads");
+        let merged_into = functions.merged_into().expect("merges");
+        let merged = merged_into
+            .iter()
+            .enumerate()
+            .filter(|&(i, &m)| m as usize != i)
+            .count();
+        assert_eq!(merged, MAX_ROUNDS);
+        let out = merge_identical_functions(&wasm).expect("merges");
+        let engine = Engine::default();
+        let module = Module::new(&engine, &out).expect("compiles");
+        let mut store = Store::new(&engine, ());
+        let instance = Instance::new(&mut store, &module, &[]).expect("instance");
+        for export in ["a", "b"] {
+            let f = instance
+                .get_typed_func::<(), i32>(&mut store, export)
+                .expect("export");
+            assert_eq!(f.call(&mut store, ()).expect("call"), depth as i32 + 1);
+        }
+    }
+}
