@@ -27,8 +27,9 @@ done
 
 case "$crate" in
   kube_wasm_fuzz | abi_frame | import_headers | request_classification | watch_event | manifest | \
-    host_shim | kube_wasm_abi | \
-    http | percent_encoding | serde_json | serde_saphyr | granit_parser | kube_core)
+    merge_functions | host_shim | kube_wasm_abi | \
+    http | percent_encoding | serde_json | serde_saphyr | granit_parser | kube_core | \
+    wasmparser | wasm_encoder)
     exec "$rustc" "$@" \
       -Cpasses=sancov-module \
       -Cllvm-args=-sanitizer-coverage-level=4 \

@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(abi_frame import_headers manifest request_classification watch_event)
+targets=(abi_frame import_headers manifest merge_functions request_classification watch_event)
 secs=${FUZZ_SECS:-20}
 if [[ ${1:-} == --long ]]; then
   shift

@@ -59,6 +59,7 @@ fn the_fuzz_seeds_pass_every_check() {
         ("abi_frame", "frames"),
         ("import_headers", "frames"),
         ("manifest", "manifest"),
+        ("merge_functions", "merge_functions"),
         ("request_classification", "request_classification"),
         ("watch_event", "watch_event"),
     ] {

@@ -4,6 +4,7 @@
 pub mod abi_frame;
 pub mod import_headers;
 pub mod manifest;
+pub mod merge_functions;
 pub mod request_classification;
 pub mod watch_event;
 
@@ -16,6 +17,7 @@ pub fn run(target: &str, data: &[u8]) {
         "abi_frame" => abi_frame::run(data),
         "import_headers" => import_headers::run(data),
         "manifest" => manifest::run(data),
+        "merge_functions" => merge_functions::run(data),
         "request_classification" => request_classification::run(data),
         "watch_event" => watch_event::run(data),
         other => panic!("no fuzz target {other:?}"),
@@ -23,10 +25,11 @@ pub fn run(target: &str, data: &[u8]) {
 }
 
 /// The fuzz targets, as `scripts/fuzz.sh` and the regression test know them.
-pub const TARGETS: [&str; 5] = [
+pub const TARGETS: [&str; 6] = [
     "abi_frame",
     "import_headers",
     "manifest",
+    "merge_functions",
     "request_classification",
     "watch_event",
 ];

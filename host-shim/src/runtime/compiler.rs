@@ -16,7 +16,6 @@
 //! Wherever it runs, compiling first merges the module's identical functions
 //! ([`merge_functions`]); [`PIPELINE`] names that step in the cache's entry names.
 
-use std::borrow::Cow;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -80,7 +79,7 @@ impl Compiler {
         wasm: &[u8],
     ) -> wasmtime::Result<Vec<u8>> {
         match self {
-            Self::InProcess => engine.precompile_module(&to_compile(wasm)),
+            Self::InProcess => compile_merged(wasm, |w| engine.precompile_module(w)),
             Self::Child { program } => precompile_in_child(program, pool, wasm),
         }
     }
@@ -97,7 +96,7 @@ impl Compiler {
         wasm: &[u8],
     ) -> wasmtime::Result<Module> {
         match self {
-            Self::InProcess => Module::new(engine, to_compile(wasm)),
+            Self::InProcess => compile_merged(wasm, |w| Module::new(engine, w)),
             Self::Child { .. } => {
                 let artifact = self.precompile(engine, pool, wasm)?;
                 // SAFETY: the artifact was made just now by this host's own binary from
@@ -108,10 +107,21 @@ impl Compiler {
     }
 }
 
-/// The bytes wasmtime compiles for `wasm`: with its identical functions merged, or as they
-/// are if [`merge_functions::merge_identical_functions`] leaves them.
-fn to_compile(wasm: &[u8]) -> Cow<'_, [u8]> {
-    merge_functions::merge_identical_functions(wasm).map_or(Cow::Borrowed(wasm), Cow::Owned)
+/// `compile` of `wasm` with its identical functions merged
+/// ([`merge_functions::merge_identical_functions`]), or of `wasm` as it is if the merge leaves
+/// it or its output does not compile: the merge never makes a module fail, and an error is
+/// about the bytes the module's author built.
+fn compile_merged<T>(
+    wasm: &[u8],
+    compile: impl Fn(&[u8]) -> wasmtime::Result<T>,
+) -> wasmtime::Result<T> {
+    match merge_functions::merge_identical_functions(wasm) {
+        Some(merged) => compile(&merged).or_else(|err| {
+            tracing::debug!("merged, the module does not compile ({err}); compiling it as it is");
+            compile(wasm)
+        }),
+        None => compile(wasm),
+    }
 }
 
 /// The arguments that give a child the host's engine configuration.
@@ -233,8 +243,7 @@ pub fn compile_stream(
         .map_err(|e| anyhow::anyhow!("reading the module from stdin: {e}"))?;
     let engine = engine::new_engine(pool, &ReleasableStacks::default())
         .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
-    let artifact = engine
-        .precompile_module(&to_compile(&wasm))
+    let artifact = compile_merged(&wasm, |w| engine.precompile_module(w))
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     output
         .write_all(&artifact)
@@ -267,6 +276,33 @@ mod tests {
             .get_typed_func::<(), i32>(&mut store, "f")
             .expect("f");
         assert_eq!(f.call(&mut store, ()).expect("call"), 7);
+    }
+
+    #[test]
+    fn a_module_that_does_not_compile_fails_with_its_own_error() {
+        // Two identical functions (so the merge rewrites the module) and one that does not
+        // validate: the error names the offset in the bytes given, not in merged ones.
+        let wasm = wat::parse_str(
+            r#"(module
+                 (func $a (result i32) (i32.add (i32.const 1) (i32.const 2)))
+                 (func $b (result i32) (i32.add (i32.const 1) (i32.const 2)))
+                 (func $bad (result i32) (i64.const 1))
+                 (export "a" (func $a)) (export "b" (func $b)) (export "bad" (func $bad)))"#,
+        )
+        .expect("wat");
+        assert!(merge_functions::merge_identical_functions(&wasm).is_some());
+        let engine = Engine::default();
+        let direct = engine.precompile_module(&wasm).expect_err("invalid");
+        let compiler = Compiler::InProcess;
+        let err = compiler
+            .precompile(&engine, None, &wasm)
+            .expect_err("invalid");
+        assert_eq!(format!("{err:?}"), format!("{direct:?}"));
+        let err = compiler.module(&engine, None, &wasm).expect_err("invalid");
+        assert_eq!(err.to_string(), direct.to_string());
+        let mut artifact = Vec::new();
+        let err = compile_stream(None, &mut &wasm[..], &mut artifact).expect_err("invalid");
+        assert_eq!(format!("{err:#}"), format!("{direct:?}"));
     }
 
     #[test]
