@@ -28,7 +28,7 @@ use crate::runtime::merge_functions;
 
 /// What the host does to a module's bytes before wasmtime compiles them; part of every
 /// cache entry's name, so an artifact made by another pipeline is a miss, never a hit.
-pub const PIPELINE: &str = "merge-identical-functions/1";
+pub const PIPELINE: &str = "merge-identical-functions/2";
 
 /// The largest artifact read back from a child, in bytes: far above any module the host's
 /// size limits let in (a 2 MiB module compiles to about 5 MiB).

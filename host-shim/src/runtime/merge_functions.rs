@@ -2,7 +2,7 @@
 //!
 //! rustc instantiates a generic function in every codegen unit and crate that uses it, so a
 //! module carries many byte-identical copies: the `release` ring controller has 1,220
-//! functions in its table, of which 903 remain once identical ones are merged. Every function
+//! functions in its table, of which 896 remain once identical ones are merged. Every function
 //! a module's table or exports name has a 32-byte `VMFuncRef` in each instance's `VMContext`,
 //! written as the guest first calls through it, so each copy costs every instance memory, not
 //! only the code once. Merging them is what binaryen's `--duplicate-function-elimination` and
@@ -16,11 +16,12 @@
 //! any more become a lone `unreachable`. Function indices do not change: a table keeps its
 //! slots (Rust's function pointers are slot numbers, so no pointer changes value), and the
 //! name section stays as it is. A trap inside a merged function is reported under the name
-//! of the function it was merged into.
+//! of the function it was merged into. DWARF sections (`.debug_*`, which debug builds carry)
+//! are dropped: they describe code offsets the re-encoded bodies no longer have, and wasmtime
+//! reads them only for file and line in trap backtraces (`WASMTIME_BACKTRACE_DETAILS=1`).
 //!
 //! A module is left as it is (and wasmtime reports its own errors for it) when it is not a
-//! core module, when any part of it does not parse or re-encode, when it carries DWARF
-//! (`.debug_*` sections: its code offsets would no longer match), or when nothing merges.
+//! core module, when any part of it does not parse or re-encode, or when nothing merges.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -34,6 +35,9 @@ use wasmparser::{Encoding, FunctionBody, Parser, Payload, TypeRef};
 /// The most merging rounds: each round after the first only finds functions that differ in
 /// which copies they call, so a few suffice; the bound keeps a hostile module's cost linear.
 pub const MAX_ROUNDS: usize = 8;
+
+/// The prefix of the names of DWARF's custom sections.
+const DWARF_PREFIX: &str = ".debug_";
 
 /// `wasm` with its identical functions merged, or `None` if it is to be compiled as it is
 /// (see the module docs for when). Never panics: a panic in the parser or encoder on some
@@ -59,8 +63,8 @@ struct Functions<'a> {
 }
 
 impl<'a> Functions<'a> {
-    /// The functions of the core module `wasm`; `None` for a component, a module with DWARF,
-    /// or what does not parse.
+    /// The functions of the core module `wasm`; `None` for a component or what does not
+    /// parse.
     fn read(wasm: &'a [u8]) -> Option<Self> {
         let mut functions = Functions {
             imported: 0,
@@ -86,9 +90,6 @@ impl<'a> Functions<'a> {
                     }
                 }
                 Payload::CodeSectionEntry(body) => functions.bodies.push(body),
-                Payload::CustomSection(section) if section.name().starts_with(".debug_") => {
-                    return None;
-                }
                 _ => {}
             }
         }
@@ -182,14 +183,16 @@ impl Reencode for Renamer<'_> {
         Ok(self.merged_into.get(func as usize).copied().unwrap_or(func))
     }
 
-    /// Custom sections are copied byte for byte: no function index changes, so the name
-    /// section's names stay with their functions.
+    /// Custom sections are copied byte for byte (no function index changes, so the name
+    /// section's names stay with their functions), but for DWARF's, which are dropped.
     fn parse_custom_section(
         &mut self,
         module: &mut wasm_encoder::Module,
         section: wasmparser::CustomSectionReader<'_>,
     ) -> Result<(), Error<Infallible>> {
-        module.section(&self.custom_section(section)?);
+        if !section.name().starts_with(DWARF_PREFIX) {
+            module.section(&self.custom_section(section)?);
+        }
         Ok(())
     }
 
@@ -319,24 +322,45 @@ mod tests {
     }
 
     #[test]
-    fn modules_without_copies_or_with_dwarf_or_not_parsing_stay_as_they_are() {
+    fn modules_without_copies_or_not_parsing_stay_as_they_are() {
         let single = wat::parse_str(
             r#"(module (table 1 funcref) (elem (i32.const 0) func $f)
                  (func $f (result i32) (i32.const 1)))"#,
         )
         .expect("wat");
         assert_eq!(merge_identical_functions(&single), None);
-        let mut with_dwarf = wat::parse_str(WAT).expect("wat");
-        let mut section = Vec::new();
-        wasm_encoder::CustomSection {
-            name: ".debug_info".into(),
-            data: (&[0u8; 4][..]).into(),
-        }
-        .append_to(&mut section);
-        with_dwarf.extend_from_slice(&section);
-        assert_eq!(merge_identical_functions(&with_dwarf), None);
         assert_eq!(merge_identical_functions(b"\0asm\x01\0\0\0\x0a\x05"), None);
         assert_eq!(merge_identical_functions(b"not wasm"), None);
+    }
+
+    /// The names of the custom sections of `wasm`, in order.
+    fn custom_sections(wasm: &[u8]) -> Vec<String> {
+        Parser::new(0)
+            .parse_all(wasm)
+            .filter_map(|payload| match payload.expect("parses") {
+                Payload::CustomSection(section) => Some(section.name().to_owned()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dwarf_is_dropped_and_other_custom_sections_kept() {
+        let mut wasm = wat::parse_str(WAT).expect("wat");
+        for name in [".debug_info", "producers", ".debug_line"] {
+            wasm_encoder::CustomSection {
+                name: name.into(),
+                data: (&[0u8; 4][..]).into(),
+            }
+            .append_to(&mut wasm);
+        }
+        let merged = merge_identical_functions(&wasm).expect("something merges");
+        assert_eq!(
+            custom_sections(&wasm),
+            ["name", ".debug_info", "producers", ".debug_line"]
+        );
+        assert_eq!(custom_sections(&merged), ["name", "producers"]);
+        assert_eq!(results(&merged, 3), results(&wasm, 3));
     }
 
     #[test]
