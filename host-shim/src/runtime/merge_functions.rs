@@ -136,20 +136,18 @@ impl<'a> Functions<'a> {
     }
 }
 
-/// The encoding of `body` with the functions it names replaced as `merged_into` says.
+/// The encoding of `body` with the functions it names replaced as `merged_into` says (as a
+/// code section of that one body).
 fn encoded_body(body: &FunctionBody<'_>, merged_into: &[u32]) -> Option<Vec<u8>> {
     let mut names = Renamer {
         merged_into,
         imported: 0,
         next_defined: 0,
     };
-    let mut function = names.new_function_with_parsed_locals(body).ok()?;
-    let mut reader = body.get_operators_reader().ok()?;
-    while !reader.eof() {
-        function.instruction(&names.parse_instruction(&mut reader).ok()?);
-    }
+    let mut code = CodeSection::new();
+    utils::parse_function_body(&mut names, &mut code, body.clone()).ok()?;
     let mut bytes = Vec::new();
-    function.encode(&mut bytes);
+    code.encode(&mut bytes);
     Some(bytes)
 }
 
