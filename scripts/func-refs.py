@@ -13,6 +13,7 @@ prints the instances found, the func refs each has written and the 4 KiB pages t
 with `--names`, the functions written (named by the `.cwasm`'s symbol table) and how many
 instances wrote each. A diagnostic for the README's measurement, not part of any test.
 """
+import bisect
 import collections
 import re
 import struct
@@ -92,13 +93,14 @@ def main():
               f"on pages: min {pages[0]}, median {pages[len(pages) // 2]}, max {pages[-1]}")
         if names:
             table = symbols(module)
+            starts = [start for start, _, _ in table]
             seen = collections.Counter()
             for records in instances:
-                for _, offset in records.values():
-                    name = next((n for s, size, n in table if s <= offset < s + size), "?")
-                    seen[name] += 1
-            for name, count in seen.most_common():
-                print(f"  {count:4}  {name}")
+                seen.update(offset for _, offset in records.values())
+            for offset, count in seen.most_common():
+                i = bisect.bisect_right(starts, offset) - 1
+                start, size, name = table[i] if i >= 0 else (0, 0, "?")
+                print(f"  {count:4}  {name if offset < start + size else '?'}")
 
 
 if __name__ == "__main__":
