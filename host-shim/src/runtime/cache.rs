@@ -39,6 +39,7 @@ use sha2::{Digest as _, Sha256};
 use wasmtime::{Engine, Module};
 
 use crate::runtime::compiler::PIPELINE;
+use crate::runtime::func_refs::profile;
 
 const MAGIC: &[u8; 8] = b"KWASMC2\n";
 const TAG_LEN: usize = 32;
@@ -228,6 +229,42 @@ impl ModuleCache {
         // SAFETY: `precompile` is this host's compiler, and the artifact never left memory.
         let module = unsafe { Module::deserialize(engine, &artifact) }?;
         Ok(Deserialised::compiled(module))
+    }
+
+    /// The func-ref profile kept under `name` (see [`crate::runtime::func_refs::profile`]),
+    /// `None` if there is none or the file is not a profile. Profiles are hints and carry
+    /// no tag: a foreign one can only change the order of a module's func refs.
+    ///
+    /// # Errors
+    /// If the file exists but cannot be read.
+    pub fn read_profile(&self, name: &str) -> io::Result<Option<Vec<u32>>> {
+        let file = match File::open(self.profile_path(name)) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        file.take(profile::MAX_PROFILE_BYTES + 1)
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > profile::MAX_PROFILE_BYTES {
+            return Ok(None);
+        }
+        Ok(profile::decode(&bytes))
+    }
+
+    /// Writes the func-ref profile `file` under `name` (see [`ModuleCache::read_profile`])
+    /// as entries are written; returns its path.
+    ///
+    /// # Errors
+    /// If it cannot be written.
+    pub fn write_profile(&self, name: &str, file: &[u8]) -> io::Result<PathBuf> {
+        let path = self.profile_path(name);
+        self.write_atomically(&path, &[file])?;
+        Ok(path)
+    }
+
+    fn profile_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.funcrefs"))
     }
 
     /// The HMAC of an entry named `name`, before its artifact is fed in.

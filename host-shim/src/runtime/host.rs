@@ -1,6 +1,7 @@
 //! The host: one wasmtime engine, one linker with WASI and the `kube_wasm_v1` imports, one
 //! upstream client, and the settings every module runs with.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,7 @@ use crate::runtime::cache::{Deserialised, ModuleCache};
 use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
+use crate::runtime::func_refs;
 use crate::runtime::idle_code::{Code, PeriodicRelease};
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
@@ -175,6 +177,8 @@ impl Host {
         .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
         crate::runtime::abi::add_to_linker(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking the kube-wasm ABI: {e:?}"))?;
+        func_refs::profile::add_to_linker(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking the func-ref profile: {e:?}"))?;
         let ticker = EpochTicker::start(&engine, settings.epoch_tick)?;
         let cache = settings
             .cache_dir
@@ -331,16 +335,38 @@ impl Host {
         let prepared = suspend::prepare(bytes);
         let (engine, compiler, pool) =
             (&inner.engine, &inner.settings.compiler, inner.settings.pool);
-        let ready = match &inner.cache {
-            Some(cache) => cache.load_or_compile(engine, &prepared.wasm, |wasm| {
-                compiler.precompile(engine, pool, wasm)
-            }),
-            None => compiler
-                .module(engine, pool, &prepared.wasm)
-                .map(Deserialised::compiled),
-        }
-        .map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
-        tracing::debug!(module = name, source = ?ready.source, suspendable = ?prepared.suspendable, "module ready");
+        let (ready, profile) = match &inner.cache {
+            Some(cache) => {
+                let compile = |wasm: &[u8]| {
+                    cache.load_or_compile(engine, wasm, |wasm| {
+                        compiler.precompile(engine, pool, wasm)
+                    })
+                };
+                let plan = func_refs::plan(cache, &prepared.wasm);
+                let rewritten = matches!(plan.wasm, Cow::Owned(_));
+                match compile(&plan.wasm) {
+                    Ok(ready) => (Ok(ready), plan.profile),
+                    // A rewrite that does not compile: compiled as it is, so that an error
+                    // is about the author's bytes.
+                    Err(err) if rewritten => {
+                        tracing::debug!(
+                            module = name,
+                            "its func-ref rewrite does not compile ({err:?}); compiling it as it is"
+                        );
+                        (compile(&prepared.wasm), None)
+                    }
+                    Err(err) => (Err(err), None),
+                }
+            }
+            None => (
+                compiler
+                    .module(engine, pool, &prepared.wasm)
+                    .map(Deserialised::compiled),
+                None,
+            ),
+        };
+        let ready = ready.map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
+        tracing::debug!(module = name, source = ?ready.source, suspendable = ?prepared.suspendable, profiling = profile.is_some(), "module ready");
         let loaded = LoadedModule::new(
             name,
             engine,
@@ -348,6 +374,7 @@ impl Host {
             ready.file,
             &inner.linker,
             prepared.suspendable,
+            profile,
         );
         if let Some(periodic) = &inner.periodic_release {
             periodic.add(loaded.code());

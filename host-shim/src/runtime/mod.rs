@@ -16,6 +16,7 @@ pub mod cache;
 pub mod compiler;
 pub mod engine;
 pub mod fiber_stacks;
+pub mod func_refs;
 pub mod host;
 pub mod idle_code;
 pub mod idle_stack;
@@ -36,3 +37,5 @@ pub mod supervisor;
 pub use state::{Access, Judged};
 pub mod suspend;
 pub(crate) mod wasi;
+#[cfg(test)]
+mod wasm_fixture;

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::metrics::Metrics;
+use crate::runtime::func_refs::FuncRefProfile;
 use crate::runtime::memory_cap::MemoryCap;
 use crate::runtime::ops::{CompletionSender, OpTable, QueuedCompletion, StreamTable};
 use crate::runtime::quota::{ByteBudget, Quotas, WarnThrottle};
@@ -143,6 +144,9 @@ pub struct HostState {
     pub entry_tick_budget: u64,
     /// The wall-clock equivalent of `entry_tick_budget`, for messages.
     pub entry_deadline: Duration,
+    /// The profile its indirect calls are reported into, if it runs an instrumented module
+    /// (see [`crate::runtime::func_refs`]).
+    pub func_ref_profile: Option<Arc<FuncRefProfile>>,
 }
 
 impl HostState {

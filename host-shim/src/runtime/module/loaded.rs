@@ -8,6 +8,7 @@ use std::sync::Arc;
 use wasmtime::{Engine, Linker};
 
 use super::compiled::Compiled;
+use crate::runtime::func_refs::FuncRefProfile;
 use crate::runtime::idle_code::Code;
 use crate::runtime::options::ModuleOptions;
 use crate::runtime::state::HostState;
@@ -27,6 +28,9 @@ struct Loaded {
     compiled: Arc<Compiled>,
     /// Whether its instances can be suspended to disk.
     suspendable: Suspendable,
+    /// The profile its instances report into, if it is the instrumented form of its wasm
+    /// (see [`crate::runtime::func_refs`]); shared like `compiled`.
+    profile: Option<Arc<FuncRefProfile>>,
     options: ModuleOptions,
 }
 
@@ -42,7 +46,8 @@ impl LoadedModule {
     /// `module` under `name`, its imports resolved against `linker` (or why they could not
     /// be), with default options; `file`: the cache file it maps, which lets it be dropped
     /// while no instance holds it and its code be released while idle (see
-    /// [`crate::runtime::cache::Deserialised`]).
+    /// [`crate::runtime::cache::Deserialised`]); `profile`: the profile its instances report
+    /// into, if `module` is an instrumented form (see [`crate::runtime::func_refs`]).
     pub(crate) fn new(
         name: &str,
         engine: &Engine,
@@ -50,11 +55,13 @@ impl LoadedModule {
         file: Option<File>,
         linker: &Arc<Linker<HostState>>,
         suspendable: Suspendable,
+        profile: Option<Arc<FuncRefProfile>>,
     ) -> Self {
         Self(Arc::new(Loaded {
             name: name.to_owned(),
             compiled: Compiled::new(engine, linker, module, file),
             suspendable,
+            profile,
             options: ModuleOptions::default(),
         }))
     }
@@ -95,6 +102,12 @@ impl LoadedModule {
     /// Whether its instances can be suspended to disk, found when it was loaded.
     pub fn suspendable(&self) -> &Suspendable {
         &self.0.suspendable
+    }
+
+    /// The func-ref profile its instances report into, while its wasm is being profiled
+    /// (see [`crate::runtime::func_refs`]); shared with every module of the same wasm.
+    pub fn func_ref_profile(&self) -> Option<&Arc<FuncRefProfile>> {
+        self.0.profile.as_ref()
     }
 
     /// Its compiled module, shared with every module of the same wasm.

@@ -197,6 +197,7 @@ async fn run_inner(
         entry_ticks: 0,
         entry_tick_budget: cx.entry_tick_budget,
         entry_deadline: cx.entry_deadline,
+        func_ref_profile: module.func_ref_profile().cloned(),
     };
     let idle = match (options.suspend, module.suspendable()) {
         (None, _) => None,
@@ -241,7 +242,22 @@ async fn run_inner(
     // The fiber stacks the module's stores allocate are counted to it, to be released
     // while it is idle.
     let stacks = shell.stacks.clone();
-    stacks.scope(live(cx, &compiled, &mut shell, running)).await
+    let profile = module
+        .func_ref_profile()
+        .filter(|p| !p.is_written())
+        .cloned();
+    if let Some(profile) = &profile {
+        profile.write_later();
+    }
+    let outcome = stacks.scope(live(cx, &compiled, &mut shell, running)).await;
+    if let Some(profile) = profile
+        && !matches!(outcome, ModuleOutcome::Failed(_))
+    {
+        // The profile so far is its module's life, start-up to end, as the next host will
+        // run it: written when the host stops its modules, or when one ends by itself.
+        let _ = tokio::task::spawn_blocking(move || profile.write()).await;
+    }
+    outcome
 }
 
 /// Runs a module from `_start` to its end, suspending and resuming it as its policy says,

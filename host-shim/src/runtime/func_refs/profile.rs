@@ -1,0 +1,204 @@
+//! The profile of a module's first run: which slots of its table it called through, kept in
+//! the cache folder beside the compiled module.
+//!
+//! Every instance of an instrumented module reports into one [`FuncRefProfile`] (a bit per
+//! slot, shared by every instance of the same wasm); the profile is written once, as the
+//! file [`ModuleCache::write_profile`] keeps, whichever comes first: [`WRITE_AFTER`] after
+//! the first instance started, or an instance ending other than by failing (a host's
+//! graceful stop ends them all). The file is text: [`HEADER`], then one slot per line in
+//! increasing order.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use wasmtime::{Caller, Linker};
+
+use super::instrument::{IMPORT_MODULE, IMPORT_NAME, MAX_TABLE_SLOTS};
+use crate::runtime::cache::ModuleCache;
+use crate::runtime::state::HostState;
+
+/// The first line of a profile file.
+pub const HEADER: &str = "kube-wasm func-ref profile v1";
+
+/// How long after its first instance started a module's profile is written, if no instance
+/// ended before: long enough for a controller's start-up, its first lists and reconciles.
+pub const WRITE_AFTER: Duration = Duration::from_secs(60);
+
+/// The largest profile file read, in bytes: a line per slot of the largest table.
+pub const MAX_PROFILE_BYTES: u64 = 1 << 20;
+
+/// The slots an instrumented module's instances called through, until it is written.
+#[derive(Debug)]
+pub struct FuncRefProfile {
+    /// A bit per slot.
+    marks: Box<[AtomicU64]>,
+    /// The slots recorded: `0..table_slots`.
+    table_slots: u32,
+    cache: ModuleCache,
+    /// The name [`ModuleCache::write_profile`] keeps it under.
+    name: String,
+    written: AtomicBool,
+    scheduled: AtomicBool,
+}
+
+impl FuncRefProfile {
+    /// An empty profile of a module whose table has `table_slots` slots (at most
+    /// [`MAX_TABLE_SLOTS`] are recorded), to be written to `cache` under `name`.
+    pub fn new(cache: ModuleCache, name: String, table_slots: u32) -> Self {
+        let table_slots = table_slots.min(MAX_TABLE_SLOTS);
+        Self {
+            marks: (0..table_slots.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            table_slots,
+            cache,
+            name,
+            written: AtomicBool::new(false),
+            scheduled: AtomicBool::new(false),
+        }
+    }
+
+    /// Records an indirect call through `slot`; a slot past the table is ignored.
+    pub fn mark(&self, slot: u32) {
+        if slot < self.table_slots
+            && let Some(word) = self.marks.get((slot / 64) as usize)
+        {
+            word.fetch_or(1 << (slot % 64), Ordering::Relaxed);
+        }
+    }
+
+    /// The slots recorded so far, in increasing order.
+    pub fn slots(&self) -> Vec<u32> {
+        let mut slots = Vec::new();
+        for (word, bits) in (0u32..).zip(&self.marks) {
+            let mut bits = bits.load(Ordering::Relaxed);
+            while bits != 0 {
+                slots.push(word * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        slots
+    }
+
+    /// Whether the profile was written.
+    pub fn is_written(&self) -> bool {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// Writes the profile, unless it was written already; a failure is logged (the module
+    /// is then profiled again by the next host).
+    pub fn write(&self) {
+        if self.written.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let slots = self.slots();
+        match self.cache.write_profile(&self.name, &encode(&slots)) {
+            Ok(path) => tracing::debug!(
+                "func-ref profile written: {} slots, {}",
+                slots.len(),
+                path.display()
+            ),
+            Err(e) => tracing::warn!("cannot write the func-ref profile {}: {e}", self.name),
+        }
+    }
+
+    /// Writes the profile [`WRITE_AFTER`] from now on a tokio task, unless it was asked
+    /// before or is written by then. Call from inside a tokio runtime.
+    pub fn write_later(self: &Arc<Self>) {
+        if self.scheduled.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let profile: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(WRITE_AFTER).await;
+            if let Some(profile) = profile.upgrade() {
+                tokio::task::spawn_blocking(move || profile.write());
+            }
+        });
+    }
+}
+
+/// The file of `slots` (see the module docs).
+pub fn encode(slots: &[u32]) -> Vec<u8> {
+    let mut text = format!("{HEADER}\n");
+    for slot in slots {
+        text += &format!("{slot}\n");
+    }
+    text.into_bytes()
+}
+
+/// The slots of a profile file, below [`MAX_TABLE_SLOTS`]; `None` if it is not one.
+pub fn decode(file: &[u8]) -> Option<Vec<u32>> {
+    let text = std::str::from_utf8(file).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != HEADER {
+        return None;
+    }
+    lines
+        .map(|line| line.parse::<u32>().ok().filter(|&s| s < MAX_TABLE_SLOTS))
+        .collect()
+}
+
+/// Adds the import the instrumented modules call ([`super::instrument`]) to `linker`: it
+/// records the slot in the module's profile, if it is being profiled, and returns it. Any
+/// module may import it; it only ever records into its own module's profile.
+///
+/// # Errors
+/// If the import is already defined.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    linker.func_wrap(
+        IMPORT_MODULE,
+        IMPORT_NAME,
+        |caller: Caller<'_, HostState>, slot: i32| -> i32 {
+            if let Some(profile) = &caller.data().func_ref_profile {
+                profile.mark(slot as u32);
+            }
+            slot
+        },
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache() -> (tempfile::TempDir, ModuleCache) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ModuleCache::open(&dir.path().join("cache")).expect("cache");
+        (dir, cache)
+    }
+
+    #[test]
+    fn marked_slots_are_written_once_and_read_back() {
+        let (_dir, cache) = cache();
+        let profile = FuncRefProfile::new(cache.clone(), "m".into(), 130);
+        for slot in [129, 3, 64, 3, 130, 5000, u32::MAX] {
+            profile.mark(slot);
+        }
+        assert_eq!(profile.slots(), [3, 64, 129]);
+        assert!(cache.read_profile("m").expect("reads").is_none());
+        profile.write();
+        assert!(profile.is_written());
+        profile.mark(7);
+        profile.write();
+        assert_eq!(
+            cache.read_profile("m").expect("reads"),
+            Some(vec![3, 64, 129])
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_profile_reads_as_none() {
+        assert_eq!(decode(&encode(&[1, 2])), Some(vec![1, 2]));
+        assert_eq!(decode(&encode(&[])), Some(vec![]));
+        assert_eq!(decode(b"1\n2\n"), None);
+        assert_eq!(decode(format!("{HEADER}\nx\n").as_bytes()), None);
+        assert_eq!(
+            decode(format!("{HEADER}\n{}\n", MAX_TABLE_SLOTS).as_bytes()),
+            None
+        );
+        assert_eq!(decode(&[0xff, 0xfe]), None);
+    }
+}
