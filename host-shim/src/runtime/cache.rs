@@ -22,6 +22,10 @@
 //!   again and overwritten. Entries are only ever written to a private temporary file and
 //!   renamed into place, so a file once mapped never changes under the host.
 //!
+//! Beside the entries, `<SHA-256 of the wasm>.funcrefs` files keep the func-ref profiles of
+//! modules (see [`crate::runtime::func_refs`]), written in the same way. They carry no tag:
+//! a profile only chooses the order of a module's func refs, whatever it says.
+//!
 //! Whoever can write to the folder as the host's user can also replace the host binary, so
 //! this guards against foreign or corrupted files, not against the host's own user (who
 //! could also rewrite an entry in place between its check and its use).

@@ -314,8 +314,11 @@ impl Host {
     /// its cache file when one starts or resumes (see [`crate::runtime::module`], "Unmapped
     /// modules").
     /// Before compiling, the module is checked and, if it can be suspended, rewritten to
-    /// export its mutable globals ([`suspend::prepare()`]); the cache is keyed by the bytes
-    /// compiled. CPU-bound on first use: call it from a blocking thread for big modules.
+    /// export its mutable globals ([`suspend::prepare()`]); with a cache, it is then compiled
+    /// in the form [`func_refs::plan`] gives (instrumented to profile the func refs it uses,
+    /// or ordered by its profile; as it is if that form does not compile). The cache is keyed
+    /// by the bytes compiled. CPU-bound on first use: call it from a blocking thread for big
+    /// modules.
     ///
     /// # Errors
     /// [`ModuleError::Compile`] if the bytes are not valid wasm.

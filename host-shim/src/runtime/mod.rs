@@ -1,6 +1,7 @@
 //! The runtime core, embeddable as a library: an [`engine`] compiles modules (in a child
 //! process, [`compiler`], when the host runs as `host-shim run`; their identical functions
-//! merged first, [`merge_functions`]), a [`Host`]
+//! merged first, [`merge_functions`]; the func refs their idle instances write placed
+//! together, [`func_refs`]), a [`Host`]
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
 //! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]) with

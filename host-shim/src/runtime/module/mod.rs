@@ -57,6 +57,13 @@
 //! [`IdleThreshold::suspend_at`] and [`ResumeAhead`](crate::runtime::suspend::ResumeAhead)).
 //! Such planned resumes, and resumes by a timer, do not stretch its idle threshold.
 //!
+//! # Func-ref profiles
+//!
+//! A module compiled from its instrumented form (see [`crate::runtime::func_refs`]) reports
+//! the table slots it calls through into its wasm's profile, which is written
+//! [`WRITE_AFTER`](crate::runtime::func_refs::profile::WRITE_AFTER) after it started, or
+//! when it ends other than by failing, whichever comes first.
+//!
 //! [`Settings::entry_deadline`]: crate::Settings::entry_deadline
 
 mod compiled;
@@ -253,8 +260,7 @@ async fn run_inner(
     if let Some(profile) = profile
         && !matches!(outcome, ModuleOutcome::Failed(_))
     {
-        // The profile so far is its module's life, start-up to end, as the next host will
-        // run it: written when the host stops its modules, or when one ends by itself.
+        // Start-up to end, as the next host will run it; a failure may have cut it short.
         let _ = tokio::task::spawn_blocking(move || profile.write()).await;
     }
     outcome
