@@ -106,12 +106,16 @@ impl FuncRefProfile {
     /// Writes the profile [`WRITE_AFTER`] from now on a tokio task, unless it was asked
     /// before or is written by then. Call from inside a tokio runtime.
     pub fn write_later(self: &Arc<Self>) {
+        self.write_after(WRITE_AFTER);
+    }
+
+    fn write_after(self: &Arc<Self>, delay: Duration) {
         if self.scheduled.swap(true, Ordering::Relaxed) {
             return;
         }
         let profile: Weak<Self> = Arc::downgrade(self);
         tokio::spawn(async move {
-            tokio::time::sleep(WRITE_AFTER).await;
+            tokio::time::sleep(delay).await;
             if let Some(profile) = profile.upgrade() {
                 tokio::task::spawn_blocking(move || profile.write());
             }
@@ -187,6 +191,28 @@ mod tests {
             cache.read_profile("m").expect("reads"),
             Some(vec![3, 64, 129])
         );
+    }
+
+    #[tokio::test]
+    async fn a_profile_asked_for_later_is_written_once_its_delay_passed() {
+        let (_dir, cache) = cache();
+        let profile = Arc::new(FuncRefProfile::new(cache.clone(), "m".into(), 8));
+        profile.mark(2);
+        profile.write_after(Duration::from_secs(2));
+        // Asked again: the first delay stands.
+        profile.write_after(Duration::ZERO);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!profile.is_written());
+        let mut read = None;
+        for _ in 0..500 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            read = cache.read_profile("m").expect("reads");
+            if read.is_some() {
+                break;
+            }
+        }
+        assert_eq!(read, Some(vec![2]));
+        assert!(profile.is_written());
     }
 
     #[test]
