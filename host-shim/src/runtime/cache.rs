@@ -22,9 +22,10 @@
 //!   again and overwritten. Entries are only ever written to a private temporary file and
 //!   renamed into place, so a file once mapped never changes under the host.
 //!
-//! Beside the entries, `<SHA-256 of the wasm>.funcrefs` files keep the func-ref profiles of
-//! modules (see [`crate::runtime::func_refs`]), written in the same way. They carry no tag:
-//! a profile only chooses the order of a module's func refs, whatever it says.
+//! Other files may be kept beside the entries ([`ModuleCache::write_beside`]), written in the
+//! same way but carrying no tag: the func-ref profiles of modules
+//! ([`crate::runtime::func_refs`]), which only choose the order of a module's func refs,
+//! whatever they say.
 //!
 //! Whoever can write to the folder as the host's user can also replace the host binary, so
 //! this guards against foreign or corrupted files, not against the host's own user (who
@@ -43,7 +44,6 @@ use sha2::{Digest as _, Sha256};
 use wasmtime::{Engine, Module};
 
 use crate::runtime::compiler::PIPELINE;
-use crate::runtime::func_refs::profile;
 
 const MAGIC: &[u8; 8] = b"KWASMC2\n";
 const TAG_LEN: usize = 32;
@@ -235,40 +235,51 @@ impl ModuleCache {
         Ok(Deserialised::compiled(module))
     }
 
-    /// The func-ref profile kept under `name` (see [`crate::runtime::func_refs::profile`]),
-    /// `None` if there is none or the file is not a profile. Profiles are hints and carry
-    /// no tag: a foreign one can only change the order of a module's func refs.
+    /// The file `file_name` kept beside the entries (see the module docs), if it exists and
+    /// is at most `max_bytes` long. Such files carry no tag: only what may be wrong without
+    /// harm goes there.
     ///
     /// # Errors
-    /// If the file exists but cannot be read.
-    pub fn read_profile(&self, name: &str) -> io::Result<Option<Vec<u32>>> {
-        let file = match File::open(self.profile_path(name)) {
+    /// If `file_name` is not a plain file name, or the file exists but cannot be read.
+    pub fn read_beside(&self, file_name: &str, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+        let file = match File::open(self.beside(file_name)?) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
         let mut bytes = Vec::new();
-        file.take(profile::MAX_PROFILE_BYTES + 1)
+        file.take(max_bytes.saturating_add(1))
             .read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > profile::MAX_PROFILE_BYTES {
-            return Ok(None);
-        }
-        Ok(profile::decode(&bytes))
+        Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
     }
 
-    /// Writes the func-ref profile `file` under `name` (see [`ModuleCache::read_profile`])
-    /// as entries are written; returns its path.
+    /// Writes `bytes` as the file `file_name` beside the entries, as entries are written
+    /// (see [`ModuleCache::read_beside`]); returns its path.
     ///
     /// # Errors
-    /// If it cannot be written.
-    pub fn write_profile(&self, name: &str, file: &[u8]) -> io::Result<PathBuf> {
-        let path = self.profile_path(name);
-        self.write_atomically(&path, &[file])?;
+    /// If `file_name` is not a plain file name, or the file cannot be written.
+    pub fn write_beside(&self, file_name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+        let path = self.beside(file_name)?;
+        self.write_atomically(&path, &[bytes])?;
         Ok(path)
     }
 
-    fn profile_path(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("{name}.funcrefs"))
+    /// The path of `file_name` in the folder: a plain name, not hidden, and none of the
+    /// cache's own files.
+    fn beside(&self, file_name: &str) -> io::Result<PathBuf> {
+        let plain = !file_name.is_empty()
+            && !file_name.contains('/')
+            && !file_name.starts_with('.')
+            && file_name != KEY_FILE
+            && !file_name.ends_with(".cwasm")
+            && !file_name.ends_with(".tag");
+        if !plain {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{file_name:?} is not a file the cache keeps beside its entries"),
+            ));
+        }
+        Ok(self.dir.join(file_name))
     }
 
     /// The HMAC of an entry named `name`, before its artifact is fed in.
@@ -543,6 +554,28 @@ mod tests {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
         let err = ModuleCache::open(&dir).expect_err("group/other access");
         assert!(err.to_string().contains("mode 0700"), "{err}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn files_beside_the_entries_are_bounded_and_never_the_caches_own() {
+        let dir = temp_dir("beside");
+        let cache = ModuleCache::open(&dir).expect("cache");
+        assert_eq!(cache.read_beside("p.funcrefs", 8).expect("reads"), None);
+        let path = cache
+            .write_beside("p.funcrefs", b"12345678")
+            .expect("written");
+        assert_eq!(path, dir.join("p.funcrefs"));
+        assert_eq!(
+            cache.read_beside("p.funcrefs", 8).expect("reads"),
+            Some(b"12345678".to_vec())
+        );
+        assert_eq!(cache.read_beside("p.funcrefs", 7).expect("reads"), None);
+        for name in ["key", "x.cwasm", "x.tag", ".hidden", "a/b", "../x", ""] {
+            let err = cache.write_beside(name, b"x").expect_err(name);
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{name}");
+            assert!(cache.read_beside(name, 8).is_err(), "{name}");
+        }
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -177,7 +177,7 @@ impl Host {
         .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
         crate::runtime::abi::add_to_linker(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking the kube-wasm ABI: {e:?}"))?;
-        func_refs::profile::add_to_linker(&mut linker)
+        func_refs::import::add_to_linker(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking the func-ref profile: {e:?}"))?;
         let ticker = EpochTicker::start(&engine, settings.epoch_tick)?;
         let cache = settings

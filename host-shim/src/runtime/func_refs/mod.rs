@@ -20,6 +20,7 @@
 //! come first, never what the module computes, so it needs none of the compiled artifacts'
 //! checks.
 
+pub mod import;
 pub mod instrument;
 pub mod order;
 pub mod profile;
@@ -52,7 +53,7 @@ pub fn plan<'a>(cache: &ModuleCache, wasm: &'a [u8]) -> Plan<'a> {
         profile: None,
     };
     let name = hex::encode(Sha256::digest(wasm));
-    match cache.read_profile(&name) {
+    match profile::read(cache, &name) {
         Ok(Some(slots)) => match order::ordered(wasm, &slots) {
             Some(ordered) => Plan {
                 wasm: Cow::Owned(ordered),

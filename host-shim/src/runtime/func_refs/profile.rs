@@ -2,8 +2,8 @@
 //! the cache folder beside the compiled module.
 //!
 //! Every instance of an instrumented module reports into one [`FuncRefProfile`] (a bit per
-//! slot, shared by every instance of the same wasm); the profile is written once, as the
-//! file [`ModuleCache::write_profile`] keeps, whichever comes first: [`WRITE_AFTER`] after
+//! slot, shared by every instance of the same wasm); the profile is written once, as a file
+//! beside the cache's entries ([`ModuleCache::write_beside`]), whichever comes first: [`WRITE_AFTER`] after
 //! the first instance started, or an instance ending other than by failing (a host's
 //! graceful stop ends them all). The file is text: [`HEADER`], then one slot per line in
 //! increasing order.
@@ -12,11 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use wasmtime::{Caller, Linker};
-
-use super::instrument::{IMPORT_MODULE, IMPORT_NAME, MAX_TABLE_SLOTS};
+use super::instrument::MAX_TABLE_SLOTS;
 use crate::runtime::cache::ModuleCache;
-use crate::runtime::state::HostState;
 
 /// The first line of a profile file.
 pub const HEADER: &str = "kube-wasm func-ref profile v1";
@@ -36,7 +33,7 @@ pub struct FuncRefProfile {
     /// The slots recorded: `0..table_slots`.
     table_slots: u32,
     cache: ModuleCache,
-    /// The name [`ModuleCache::write_profile`] keeps it under.
+    /// The name it is kept under ([`read`]).
     name: String,
     written: AtomicBool,
     scheduled: AtomicBool,
@@ -93,7 +90,10 @@ impl FuncRefProfile {
             return;
         }
         let slots = self.slots();
-        match self.cache.write_profile(&self.name, &encode(&slots)) {
+        match self
+            .cache
+            .write_beside(&file_name(&self.name), &encode(&slots))
+        {
             Ok(path) => tracing::debug!(
                 "func-ref profile written: {} slots, {}",
                 slots.len(),
@@ -144,24 +144,20 @@ pub fn decode(file: &[u8]) -> Option<Vec<u32>> {
         .collect()
 }
 
-/// Adds the import the instrumented modules call ([`super::instrument`]) to `linker`: it
-/// records the slot in the module's profile, if it is being profiled, and returns it. Any
-/// module may import it; it only ever records into its own module's profile.
+/// The slots of the profile kept in `cache` under `name`; `None` if there is none, or the file
+/// is not a profile.
 ///
 /// # Errors
-/// If the import is already defined.
-pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    linker.func_wrap(
-        IMPORT_MODULE,
-        IMPORT_NAME,
-        |caller: Caller<'_, HostState>, slot: i32| -> i32 {
-            if let Some(profile) = &caller.data().func_ref_profile {
-                profile.mark(slot as u32);
-            }
-            slot
-        },
-    )?;
-    Ok(())
+/// If the file exists but cannot be read.
+pub fn read(cache: &ModuleCache, name: &str) -> std::io::Result<Option<Vec<u32>>> {
+    Ok(cache
+        .read_beside(&file_name(name), MAX_PROFILE_BYTES)?
+        .and_then(|file| decode(&file)))
+}
+
+/// The file a profile is kept in, beside the cache's entries.
+fn file_name(name: &str) -> String {
+    format!("{name}.funcrefs")
 }
 
 #[cfg(test)]
@@ -182,15 +178,12 @@ mod tests {
             profile.mark(slot);
         }
         assert_eq!(profile.slots(), [3, 64, 129]);
-        assert!(cache.read_profile("m").expect("reads").is_none());
+        assert!(read(&cache, "m").expect("reads").is_none());
         profile.write();
         assert!(profile.is_written());
         profile.mark(7);
         profile.write();
-        assert_eq!(
-            cache.read_profile("m").expect("reads"),
-            Some(vec![3, 64, 129])
-        );
+        assert_eq!(read(&cache, "m").expect("reads"), Some(vec![3, 64, 129]));
     }
 
     #[tokio::test]
@@ -203,15 +196,15 @@ mod tests {
         profile.write_after(Duration::ZERO);
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!profile.is_written());
-        let mut read = None;
+        let mut found = None;
         for _ in 0..500 {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            read = cache.read_profile("m").expect("reads");
-            if read.is_some() {
+            found = read(&cache, "m").expect("reads");
+            if found.is_some() {
                 break;
             }
         }
-        assert_eq!(read, Some(vec![2]));
+        assert_eq!(found, Some(vec![2]));
         assert!(profile.is_written());
     }
 
