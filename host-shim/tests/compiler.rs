@@ -5,12 +5,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use common::{Guest, cache_dir, idle_upstream, test_settings};
+use common::{Guest, cache_dir, files_with_extension, idle_upstream, runs_to_exit, test_settings};
 use host_shim::runtime::compiler::Compiler;
 use host_shim::runtime::module::ModuleError;
-use host_shim::{Host, ModuleOutcome, Settings, Supervisor};
+use host_shim::{Host, Settings};
 
 fn child() -> Compiler {
     Compiler::Child {
@@ -51,27 +50,7 @@ fn delaying_guest() -> Vec<u8> {
 }
 
 fn entries(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .expect("cache folder")
-        .filter(|e| {
-            e.as_ref()
-                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-        })
-        .count()
-}
-
-async fn runs_to_exit(host: &Host, module: host_shim::runtime::module::LoadedModule) {
-    let reports = tokio::time::timeout(
-        Duration::from_secs(30),
-        Supervisor::new(host.clone(), Duration::from_secs(5)).run_all(vec![module]),
-    )
-    .await
-    .expect("the module ends within 30 s");
-    assert!(
-        matches!(reports[0].outcome, ModuleOutcome::Exited(0)),
-        "{:?}",
-        reports[0].outcome
-    );
+    files_with_extension(dir, "cwasm").len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

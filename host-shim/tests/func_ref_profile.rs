@@ -5,13 +5,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use common::{Guest, cache_dir, idle_upstream, test_settings};
+use common::{
+    Guest, cache_dir, files_with_extension as files, idle_upstream, runs_to_exit, test_settings,
+};
 use host_shim::runtime::func_refs::profile::HEADER;
-use host_shim::runtime::module::LoadedModule;
-use host_shim::{Host, ModuleOutcome, Settings, Supervisor};
+use host_shim::{Host, Settings};
 
 /// A guest that calls through slots 1 and 3 of its four-slot table (twice through 3), then
 /// exits at its delay's completion.
@@ -41,29 +41,6 @@ fn host(cache: &Path) -> Host {
         ..settings
     };
     Host::new(idle_upstream(), settings).expect("host")
-}
-
-/// The cache folder's files with extension `ext`.
-fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("cache folder")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .collect()
-}
-
-async fn runs_to_exit(host: &Host, module: LoadedModule) {
-    let reports = tokio::time::timeout(
-        Duration::from_secs(30),
-        Supervisor::new(host.clone(), Duration::from_secs(5)).run_all(vec![module]),
-    )
-    .await
-    .expect("the module ends within 30 s");
-    assert!(
-        matches!(reports[0].outcome, ModuleOutcome::Exited(0)),
-        "{:?}",
-        reports[0].outcome
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

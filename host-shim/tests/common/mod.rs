@@ -441,3 +441,27 @@ pub async fn run_guests_on(
     )
     .await
 }
+
+/// Runs `module` under a supervisor on `host` and asserts it exits with status 0 within 30 s.
+pub async fn runs_to_exit(host: &Host, module: host_shim::runtime::module::LoadedModule) {
+    let reports = tokio::time::timeout(
+        Duration::from_secs(30),
+        Supervisor::new(host.clone(), Duration::from_secs(5)).run_all(vec![module]),
+    )
+    .await
+    .expect("the module ends within 30 s");
+    assert!(
+        matches!(reports[0].outcome, host_shim::ModuleOutcome::Exited(0)),
+        "{:?}",
+        reports[0].outcome
+    );
+}
+
+/// The files of the folder `dir` (a cache folder) whose extension is `ext`.
+pub fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("cache folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect()
+}
