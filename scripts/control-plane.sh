@@ -1,41 +1,50 @@
 #!/usr/bin/env bash
-# A real, local Kubernetes control plane (kube-apiserver v1.20.2 + etcd 3.4) built from
-# Debian bookworm packages. Run with --help for usage.
+# A real, local Kubernetes control plane — kube-apiserver and etcd built from their Go module
+# sources (control-plane/) with the machine's Go. Run with --help for usage.
 set -euo pipefail
 
-readonly KUBE_PKG_VERSION="1.20.5+really1.20.2-1.1+deb12u1"
-readonly KUBE_GIT_VERSION="v1.20.2"
-readonly GO_PKGS=(golang-1.19-go golang-1.19-src)
-readonly GO_DIR="usr/lib/go-1.19"
-readonly ETCD_PKG="etcd-server"
-readonly REFLECT2_PKG="golang-github-modern-go-reflect2-dev"
+readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly MODULES="$REPO_ROOT/control-plane"
 readonly CACHE_ROOT="${KUBE_WASM_CACHE:-$HOME/.cache/kube-wasm}/control-plane"
-readonly CACHE_DIR="$CACHE_ROOT/$KUBE_PKG_VERSION"
-readonly BIN_DIR="$CACHE_DIR/bin"
 readonly READY_TIMEOUT="${CONTROL_PLANE_TIMEOUT:-90}"
 readonly HEARTBEAT_SECS=15
 readonly APT_LOG="$CACHE_ROOT/apt.log"
 export DEBIAN_FRONTEND=noninteractive
 
+# The pinned versions (control-plane/<kind>/<version>/), newest last.
+pinned() { find "$MODULES/$1" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | sort -V; }
+KUBE_VERSION="${KUBE_WASM_KUBE_VERSION:-$(pinned kubernetes | tail -n 1)}"
+ETCD_VERSION="$(pinned etcd | tail -n 1)"
+
 usage() {
   cat <<EOF
-Usage: ${0##*/} COMMAND [DIR]
+Usage: ${0##*/} [--version VERSION] COMMAND [DIR]
 
-A local kube-apiserver $KUBE_GIT_VERSION + etcd on 127.0.0.1, built from Debian bookworm's
-kubernetes source package $KUBE_PKG_VERSION.
+A local kube-apiserver + etcd $ETCD_VERSION on 127.0.0.1, built from Go module sources: the
+modules pinned in control-plane/ (go.mod and go.sum committed; control-plane/pin.sh adds a
+version). Pinned Kubernetes versions: $(pinned kubernetes | tr '\n' ' ')(default: the newest).
+
+Options:
+  --version VERSION      Kubernetes version to build and run (e.g. v1.33.13; also
+                         KUBE_WASM_KUBE_VERSION). Must be pinned in control-plane/kubernetes/.
 
 Commands:
-  provision              Install host tools (apt-get), build kube-apiserver and unpack etcd into
-                         \${KUBE_WASM_CACHE:-\$HOME/.cache/kube-wasm}/control-plane/<version>/bin.
-                         Cold: ~5 min, ~2.6 GB temporary disk. Cached: instant.
-                         Prints the bin directory on stdout.
+  provision              Build kube-apiserver and kubectl of VERSION and etcd into
+                         \${KUBE_WASM_CACHE:-\$HOME/.cache/kube-wasm}/control-plane/ (one folder
+                         per version and pinned module). Cold: ~5 min on 2 cores, ~2.4 GB peak
+                         memory. Cached: instant. Prints the bin directory (kube-apiserver,
+                         kubectl, etcd) on stdout.
+  provision-node         Also build kube-controller-manager, kube-scheduler and kubelet of
+                         VERSION into the same bin directory (for a one-node cluster).
+  bin-dir                Print the bin directory of VERSION, built or not.
   start DIR              Provision, then start etcd + kube-apiserver on free loopback ports with
                          all state under DIR; wait until ready and the 'default' namespace exists.
                          Always a fresh cluster: state files from an earlier run in DIR are removed.
                          Prints the contents of DIR/env on stdout.
   stop DIR               Stop the processes started in DIR (TERM, then KILL). Idempotent.
-  restart-apiserver DIR  Restart only kube-apiserver, same port, flags and serving cert (so the
-                         kubeconfig stays valid); etcd keeps running with its data (TERM, KILL after 2 s).
+  restart-apiserver DIR  Restart only kube-apiserver, same binary, port, flags and serving cert
+                         (so the kubeconfig stays valid); etcd keeps running with its data
+                         (TERM, KILL after 2 s).
   restart-etcd DIR       Restart only etcd, same ports and data (TERM, KILL after 2 s); kube-apiserver
                          keeps running and reconnects. Returns once etcd is healthy and
                          kube-apiserver's /readyz answers ok again.
@@ -47,17 +56,21 @@ Commands:
 
 Files in DIR after start:
   env                    KUBECONFIG, APISERVER_URL, APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT,
-                         AUDIT_LOG, KUBE_TOKEN as KEY=value lines (source it; 'set -a' to export).
+                         AUDIT_LOG, KUBE_TOKEN, KUBE_VERSION (the server's gitVersion),
+                         CONTROL_PLANE_BIN (its bin directory, kubectl included) as KEY=value
+                         lines (source it; 'set -a' to export).
   kubeconfig             context 'kube-wasm', namespace 'default', bearer token (system:masters),
                          certificate-authority-data = the apiserver's self-signed CA.
   audit.log              JSON lines, level Metadata (Request for patch), all stages, written synchronously
                          (--audit-log-mode=blocking); a watch logs stage RequestReceived at once.
   kube-apiserver.log, etcd.log (etcd.log.1: before the last restart-etcd), kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
-  (one flag a line, reused by restart-apiserver), token, tokens.csv, audit-policy.yaml,
-  pki/ (service-account keys, ca.crt), certs/ (apiserver serving cert), etcd-data/.
+  (one flag a line, reused by restart-apiserver), bin (the bin directory it was started from),
+  token, tokens.csv, audit-policy.yaml, pki/ (service-account keys, ca.crt), certs/ (apiserver
+  serving cert), etcd-data/.
 
 Environment:
   KUBE_WASM_CACHE        cache root (default \$HOME/.cache/kube-wasm)
+  KUBE_WASM_KUBE_VERSION the Kubernetes version, as --version
   CONTROL_PLANE_TIMEOUT  seconds to wait for readiness (default 90)
   KUBE_APISERVER_EXTRA_FLAGS  extra kube-apiserver flags for start, whitespace-separated (e.g.
                          --watch-cache=false, so watches from a pre-restart resourceVersion
@@ -72,53 +85,15 @@ die() { log "error: $*"; exit 1; }
 . "$(dirname "${BASH_SOURCE[0]}")/lib/infra.sh"
 
 # ---------------------------------------------------------------------------------------------
-# The kubernetes source package
+# provision: go build from the pinned modules
 # ---------------------------------------------------------------------------------------------
 
-# Prints a deb-src source list derived from the machine's own Debian apt sources.
-derive_deb_src() {
-  local deb822=/etc/apt/sources.list.d/debian.sources
-  if [[ -f $deb822 ]]; then
-    awk 'BEGIN { RS = ""; ORS = "\n\n" }
-         /(^|\n)Types:[^\n]*(^| )deb( |\n|$)/ { sub(/Types:[^\n]*/, "Types: deb-src"); print }' \
-      "$deb822"
-  elif [[ -f /etc/apt/sources.list ]]; then
-    sed -n -E 's/^deb[[:space:]]/deb-src /p' /etc/apt/sources.list
-  else
-    die "no Debian apt sources found to derive a deb-src list from"
-  fi
-}
-
-# Downloads and unpacks the kubernetes source package into $1/src, using a private apt state
-# directory so the system's apt configuration stays untouched.
-fetch_kube_source() {
-  local work=$1 apt=$1/apt ext=list
-  [[ -f /etc/apt/sources.list.d/debian.sources ]] && ext=sources
-  mkdir -p "$apt/sources.list.d" "$apt/lists/partial" "$apt/cache/archives/partial"
-  derive_deb_src >"$apt/sources.list.d/deb-src.$ext"
-  local opts=(-q -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$apt/sources.list.d"
-    -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root)
-  apt_quiet "${opts[@]}" update
-  (cd "$work" && apt_quiet "${opts[@]}" source --download-only "kubernetes=$KUBE_PKG_VERSION")
-  dpkg-source -x "$work"/kubernetes_*.dsc "$work/src" >"$work/dpkg-source.log" 2>&1 \
-    || { tail -n 20 "$work/dpkg-source.log" >&2; die "dpkg-source -x failed"; }
-}
-
-# ---------------------------------------------------------------------------------------------
-# provision
-# ---------------------------------------------------------------------------------------------
-
-is_provisioned() { [[ -x $BIN_DIR/kube-apiserver && -x $BIN_DIR/etcd ]]; }
-
-# The vendored reflect2 v1.0.1 crashes under Go >= 1.18; swap in Debian's 1.0.2 sources.
-patch_reflect2() {
-  local src=$1 root=$2
-  local vendored=$src/vendor/github.com/modern-go/reflect2
-  local fixed=$root/usr/share/gocode/src/github.com/modern-go/reflect2
-  [[ -d $vendored && -f $fixed/reflect2.go ]] || die "reflect2 sources not found"
-  find "$vendored" -maxdepth 1 \( -name '*.go' -o -name '*.s' \) ! -name '*_test.go' -delete
-  find "$fixed" -maxdepth 1 \( -name '*.go' -o -name '*.s' \) ! -name '*_test.go' \
-    -exec cp {} "$vendored/" \;
+# A pinned module's cache folder: its version and a digest of its go.mod and go.sum, so an
+# edited pin never reuses binaries built from the old one.
+cache_dir_of() {
+  local module=$MODULES/$1/$2
+  [[ -f $module/go.mod && -f $module/go.sum ]] || die "$1 $2 is not pinned (control-plane/pin.sh $1 $2)"
+  printf '%s/%s/%s-%s\n' "$CACHE_ROOT" "$1" "$2" "$(cat "$module/go.mod" "$module/go.sum" | sha256sum | cut -c1-12)"
 }
 
 # Runs a command in the background with output to $log, printing a heartbeat every
@@ -143,59 +118,89 @@ run_with_heartbeat() {
   log "$what done in $((SECONDS - start))s"
 }
 
-build_apiserver() {
-  local work=$1 goroot=$2
-  # A private GOCACHE/GOENV keeps the user's Go setup out of (and unpolluted by) the build.
-  run_with_heartbeat "building kube-apiserver" "$CACHE_DIR/build.log" \
-    env PATH="$goroot/bin:$PATH" GOROOT="$goroot" GOCACHE="$work/gocache" GOENV=off \
-    GOPROXY=off GOFLAGS= GOWORK=off CGO_ENABLED=0 GIT_CEILING_DIRECTORIES="$work" \
-    KUBE_GIT_VERSION="$KUBE_GIT_VERSION" KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20 \
-    KUBE_GIT_TREE_STATE=clean \
-    make -C "$work/src" WHAT=cmd/kube-apiserver
+# go_build KIND VERSION OUT LDFLAGS PACKAGE... — builds the packages of a pinned module into
+# OUT with the machine's Go: no resolution (-mod=readonly), every download checked against
+# the committed go.sum, static binaries as upstream ships them (CGO_ENABLED=0).
+go_build() {
+  local kind=$1 version=$2 out=$3 ldflags=$4 cache
+  shift 4
+  cache=$(cache_dir_of "$kind" "$version")
+  mkdir -p "$cache" "$CACHE_ROOT/go-build"
+  run_with_heartbeat "building $kind $version: ${*##*/}" "$cache/build.log" \
+    env -C "$MODULES/$kind/$version" GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOWORK=off \
+    CGO_ENABLED=0 GOCACHE="$CACHE_ROOT/go-build" \
+    go build -trimpath -ldflags "$ldflags" -o "$out/" "$@"
 }
 
+# The version stamp `kube-apiserver --version` and `/version` report, as upstream's
+# hack/lib/version.sh sets it.
+kube_ldflags() {
+  local v=$1 minor
+  minor=${v#v1.}
+  minor=${minor%%.*}
+  printf '%s ' -s -w \
+    "-X k8s.io/component-base/version.gitVersion=$v" \
+    "-X k8s.io/component-base/version.gitMajor=1" \
+    "-X k8s.io/component-base/version.gitMinor=$minor" \
+    "-X k8s.io/component-base/version.gitTreeState=clean" \
+    "-X k8s.io/client-go/pkg/version.gitVersion=$v" \
+    "-X k8s.io/client-go/pkg/version.gitMajor=1" \
+    "-X k8s.io/client-go/pkg/version.gitMinor=$minor"
+}
+
+bin_dir() { printf '%s/bin\n' "$(cache_dir_of kubernetes "$KUBE_VERSION")"; }
+
+# Builds the named Kubernetes commands and etcd that bin/ lacks. Binaries are built into a
+# temporary folder and moved in one by one, so bin/ never holds half a binary.
 provision_locked() {
-  local work step=0 steps=6 t0=$SECONDS
-  mkdir -p "$CACHE_DIR"
-  rm -rf "$CACHE_DIR"/build.*  # leftovers of an interrupted build; we hold the lock
-  work=$(mktemp -d "$CACHE_DIR/build.XXXXXX")
+  local bin cmd missing=() work t0=$SECONDS
+  bin=$(bin_dir)
+  for cmd in "$@"; do [[ -x $bin/$cmd ]] || missing+=("$cmd"); done
+  [[ -x $bin/etcd ]] || missing+=(etcd)
+  ((${#missing[@]})) || return 0
+  command -v go >/dev/null || die "no Go toolchain on PATH (the polyglot machines have Go 1.26)"
+  mkdir -p "$bin"
+  work=$(mktemp -d "$bin/../build.XXXXXX")
   # shellcheck disable=SC2064 # expand $work now
   trap "rm -rf '$work'" EXIT
-
-  log "step $((++step))/$steps: host tools"
-  ensure_commands make:make rsync:rsync dpkg-source:dpkg-dev xz:xz-utils
-  log "step $((++step))/$steps: kubernetes source package $KUBE_PKG_VERSION"
-  fetch_kube_source "$work"
-  log "step $((++step))/$steps: Go, etcd and reflect2 packages (dpkg -x)"
-  unpack_debs "$work/debs" "$work/root" "${GO_PKGS[@]}" "$ETCD_PKG" "$REFLECT2_PKG"
-  log "step $((++step))/$steps: patching vendored reflect2 to 1.0.2"
-  patch_reflect2 "$work/src" "$work/root"
-  log "step $((++step))/$steps: building kube-apiserver (~4-5 min; log: $CACHE_DIR/build.log)"
-  build_apiserver "$work" "$work/root/$GO_DIR"
-  log "step $((++step))/$steps: installing binaries into $BIN_DIR"
-  mkdir -p "$work/bin"
-  mv "$work/src/_output/local/bin/linux/amd64/kube-apiserver" "$work/root/usr/bin/etcd" "$work/bin/"
-  "$work/bin/kube-apiserver" --version >/dev/null
-  rm -rf "$BIN_DIR"
-  mv -T "$work/bin" "$BIN_DIR"  # atomic: bin/ is either complete or absent
+  local pkgs=()
+  for cmd in "${missing[@]}"; do [[ $cmd == etcd ]] || pkgs+=("k8s.io/kubernetes/cmd/$cmd"); done
+  if ((${#pkgs[@]})); then
+    log "building ${pkgs[*]##*/} $KUBE_VERSION from module sources (cold: ~4 min for kube-apiserver on 2 cores)"
+    go_build kubernetes "$KUBE_VERSION" "$work" "$(kube_ldflags "$KUBE_VERSION")" "${pkgs[@]}"
+  fi
+  if [[ ! -x $bin/etcd ]]; then
+    log "building etcd $ETCD_VERSION from module sources"
+    go_build etcd "$ETCD_VERSION" "$work" "-s -w" go.etcd.io/etcd/server/v3
+    mv "$work/server" "$work/etcd"  # go names the binary after go.etcd.io/etcd/server/v3
+  fi
+  for cmd in "${missing[@]}"; do
+    if [[ $cmd == kubectl ]]; then "$work/$cmd" version --client >/dev/null; else "$work/$cmd" --version >/dev/null; fi \
+      || die "the $cmd just built does not run"
+    mv -f "$work/$cmd" "$bin/"
+  done
+  rm -rf "$work"
   trap - EXIT
-  # Deleting the ~2.6 GB build tree can take minutes on slow disks: do it in the background
-  # (a later cold provision removes leftovers).
-  setsid rm -rf "$work" </dev/null >/dev/null 2>&1 &
-  log "provisioned $KUBE_GIT_VERSION in $((SECONDS - t0))s"
+  log "provisioned ${missing[*]} in $((SECONDS - t0))s: $("$bin/kube-apiserver" --version 2>/dev/null || echo "$KUBE_VERSION"), etcd $ETCD_VERSION"
 }
 
 provision() {
-  is_provisioned && return 0
+  local bin cmd done=1
+  bin=$(bin_dir)
+  for cmd in "$@" etcd; do [[ -x $bin/$cmd ]] || done=0; done
+  ((done)) && return 0
   mkdir -p "$CACHE_ROOT"
   exec 9>"$CACHE_ROOT/.provision.lock"
   local t0=$SECONDS
   until flock -w "$HEARTBEAT_SECS" 9; do
     log "waiting for another provision to finish… $((SECONDS - t0))s"
   done
-  is_provisioned || provision_locked
+  provision_locked "$@"
   exec 9>&-
 }
+
+readonly CONTROL_PLANE_CMDS=(kube-apiserver kubectl)
+readonly NODE_CMDS=(kube-controller-manager kube-scheduler kubelet)
 
 # ---------------------------------------------------------------------------------------------
 # start / stop / restart-apiserver
@@ -227,7 +232,7 @@ EOF
 
 start_etcd() {
   local dir=$1 client=$2 peer=$3 i
-  spawn "$dir/etcd.pid" "$dir/etcd.log" "$BIN_DIR/etcd" \
+  spawn "$dir/etcd.pid" "$dir/etcd.log" "$(<"$dir/bin")/etcd" \
     --name=kube-wasm --data-dir="$dir/etcd-data" --logger=zap --log-outputs=stderr \
     --listen-client-urls="http://127.0.0.1:$client" \
     --advertise-client-urls="http://127.0.0.1:$client" \
@@ -248,11 +253,11 @@ write_apiserver_args() {
 --etcd-servers=http://127.0.0.1:$etcd_port
 --bind-address=127.0.0.1
 --advertise-address=127.0.0.1
+--endpoint-reconciler-type=none
 --secure-port=$port
---insecure-port=0
 --cert-dir=$dir/certs
 --token-auth-file=$dir/tokens.csv
---authorization-mode=RBAC
+--authorization-mode=Node,RBAC
 --service-account-issuer=https://kubernetes.default.svc.cluster.local
 --service-account-key-file=$dir/pki/sa.pub
 --service-account-signing-key-file=$dir/pki/sa.key
@@ -269,7 +274,7 @@ EOF
 start_apiserver() {
   local dir=$1 args
   mapfile -t args <"$dir/kube-apiserver.args"
-  spawn "$dir/kube-apiserver.pid" "$dir/kube-apiserver.log" "$BIN_DIR/kube-apiserver" "${args[@]}"
+  spawn "$dir/kube-apiserver.pid" "$dir/kube-apiserver.log" "$(<"$dir/bin")/kube-apiserver" "${args[@]}"
 }
 
 apiserver_port() { sed -n 's/^--secure-port=//p' "$1/kube-apiserver.args"; }
@@ -312,7 +317,8 @@ EOF
     for kv in "KUBECONFIG=$dir/kubeconfig" "APISERVER_URL=https://127.0.0.1:$port" \
       "APISERVER_PORT=$port" "$(grep '^ETCD_PORT=' "$dir/etcd.ports")" \
       "$(grep '^ETCD_PEER_PORT=' "$dir/etcd.ports")" "AUDIT_LOG=$dir/audit.log" \
-      "KUBE_TOKEN=$token"; do
+      "KUBE_TOKEN=$token" "KUBE_VERSION=$("$(<"$dir/bin")/kube-apiserver" --version | awk '{print $2}')" \
+      "CONTROL_PLANE_BIN=$(<"$dir/bin")"; do
       printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
     done >"$dir/env")
 }
@@ -355,9 +361,10 @@ cmd_start() {
   if pid_alive "$dir/kube-apiserver.pid" "$dir/" || pid_alive "$dir/etcd.pid" "$dir/"; then
     die "a control plane is already running in $dir; run: ${0##*/} stop $dir"
   fi
-  provision
+  provision "${CONTROL_PLANE_CMDS[@]}"
   ensure_commands openssl:openssl curl:curl
   write_static_config "$dir"
+  bin_dir >"$dir/bin"
   # shellcheck disable=SC2064 # expand $dir now
   trap "stop_all '$dir'" EXIT  # never leave half a control plane behind
   for attempt in 1 2 3; do  # retried only if a port was taken between picking and binding
@@ -391,9 +398,8 @@ cmd_restart_apiserver() {
   dir=$(cd "$1" 2>/dev/null && pwd -P) || die "no such directory: $1"
   [[ -f $dir/kube-apiserver.args ]] || die "$dir has no control plane; run: ${0##*/} start $dir"
   pid_alive "$dir/etcd.pid" "$dir/" || die "etcd is not running in $dir"
-  provision
-  # kube-apiserver 1.20 waits for open watches on TERM; after 2 s it is killed, as a crash
-  # would end it (etcd keeps everything it acknowledged).
+  # kube-apiserver drains open watches on TERM; after 2 s it is killed, as a crash would end
+  # it (etcd keeps everything it acknowledged).
   stop_pid "$dir/kube-apiserver.pid" "$dir/" kube-apiserver 2
   port=$(apiserver_port "$dir")
   for ((i = 0; i < 100; i++)); do port_free "$port" && break; sleep 0.1; done
@@ -408,7 +414,6 @@ cmd_restart_etcd() {
   local dir client peer i t0=$SECONDS port token
   dir=$(cd "$1" 2>/dev/null && pwd -P) || die "no such directory: $1"
   [[ -f $dir/etcd.ports ]] || die "$dir has no control plane; run: ${0##*/} start $dir"
-  provision
   client=$(sed -n 's/^ETCD_PORT=//p' "$dir/etcd.ports")
   peer=$(sed -n 's/^ETCD_PEER_PORT=//p' "$dir/etcd.ports")
   stop_pid "$dir/etcd.pid" "$dir/" etcd 2
@@ -446,12 +451,25 @@ cmd_drop_connections() {
 }
 
 main() {
-  local cmd=${1:-}
   trap 'exit 130' INT  # make sure EXIT traps (cleanup) run on interrupt
   trap 'exit 143' TERM
+  if [[ ${1:-} == --version ]]; then
+    [[ -n ${2:-} ]] || { usage >&2; exit 2; }
+    KUBE_VERSION=$2
+    [[ $KUBE_VERSION == v* ]] || KUBE_VERSION=v$KUBE_VERSION
+    shift 2
+  elif [[ ${1:-} == --version=* ]]; then
+    KUBE_VERSION=${1#--version=}
+    [[ $KUBE_VERSION == v* ]] || KUBE_VERSION=v$KUBE_VERSION
+    shift
+  fi
+  [[ -n $KUBE_VERSION && -n $ETCD_VERSION ]] || die "no Kubernetes or etcd version pinned in $MODULES"
+  local cmd=${1:-}
   case $cmd in
     -h | --help | help) usage ;;
-    provision) provision && echo "$BIN_DIR" ;;
+    provision) provision "${CONTROL_PLANE_CMDS[@]}" && bin_dir ;;
+    provision-node) provision "${CONTROL_PLANE_CMDS[@]}" "${NODE_CMDS[@]}" && bin_dir ;;
+    bin-dir) bin_dir ;;
     start | stop | restart-apiserver | restart-etcd | drop-connections)
       [[ $# == 2 && -n $2 ]] || { usage >&2; exit 2; }
       case $cmd in

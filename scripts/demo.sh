@@ -7,18 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
-need_kubectl() {
-  command -v kubectl >/dev/null || {
-    step "installing kubectl (Debian package)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client
-  }
-}
 
 step "toolchain: wasm32-wasip1 target"
 rustup target add wasm32-wasip1
-need_kubectl
 
-step "control plane and registry: provision kube-apiserver + etcd (about 7 minutes the first time, then cached) and Debian's docker-registry"
+step "control plane and registry: build kube-apiserver, kubectl and etcd from their Go module sources (about 4 minutes the first time, then cached) and Debian's docker-registry"
 scripts/control-plane.sh provision >/dev/null
 scripts/registry.sh provision >/dev/null
 
@@ -40,7 +33,13 @@ trap cleanup EXIT
 scripts/control-plane.sh start "$cp_dir" >/dev/null
 scripts/registry.sh start "$registry_dir" >/dev/null
 registry=$(sed -n 's/^REGISTRY=//p' "$registry_dir/env")
-export KUBECONFIG="$cp_dir/kubeconfig"
+set -a
+# shellcheck disable=SC1091
+. "$cp_dir/env"
+set +a
+export PATH="$CONTROL_PLANE_BIN:$PATH"  # kubectl of the server's version
+step "the control plane: kube-apiserver $KUBE_VERSION"
+kubectl version
 k() { kubectl "$@" 2>/dev/null; }
 
 step "push the module to the registry"

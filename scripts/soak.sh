@@ -34,7 +34,7 @@ done
 step "toolchain: wasm32-wasip1 target"
 rustup target add wasm32-wasip1
 
-step "control plane: provision kube-apiserver + etcd (about 7 minutes the first time, then cached)"
+step "control plane: build kube-apiserver, kubectl and etcd from their Go module sources (about 4 minutes the first time, then cached)"
 scripts/control-plane.sh provision >/dev/null
 
 # The same builds as scripts/test.sh (one feature resolution for each target), so after a test
@@ -56,6 +56,8 @@ set -a
 # shellcheck disable=SC1091
 . "$cp_dir/env"
 set +a
+export PATH="$CONTROL_PLANE_BIN:$PATH"  # kubectl of the server's version
+echo "control plane: kube-apiserver $KUBE_VERSION" >&2
 
 step "soak (report in $out)"
 mkdir -p "$out"

@@ -17,22 +17,19 @@ step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" 
 # took 1.9 of the 5.6 GB target folder after the unit tests (a CI run failed on a full disk).
 if [[ ${CI:-} == true ]]; then export CARGO_INCREMENTAL=0; fi
 
-step "toolchain: wasm32-wasip1 target, rustfmt, clippy; kubectl"
+step "toolchain: wasm32-wasip1 target, rustfmt, clippy"
 rustup target add wasm32-wasip1
 rustup component add rustfmt clippy
-# kubectl (the WasmController tests print `kubectl get wasmcontrollers`), and OpenSSL's headers
-# (the API-surface list documents kube 5.0 with every feature, openssl-tls too).
-missing=()
-command -v kubectl >/dev/null || missing+=(kubernetes-client)
-dpkg -s libssl-dev pkg-config >/dev/null 2>&1 || missing+=(libssl-dev pkg-config)
-if ((${#missing[@]})); then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+# OpenSSL's headers: the API-surface list documents kube 5.0 with every feature, openssl-tls too.
+if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config
 fi
 
 step "control plane and OCI registry: provisioned in the background while the Rust steps run"
-# kube-apiserver is built from Debian's source package the first time (about 6 minutes on 2
-# cores, then cached); the Rust build leaves cores idle in its long single-crate stretches,
-# and nothing before the end-to-end steps needs the control plane or the registry. Its own
+# kube-apiserver, kubectl and etcd are built from their Go module sources the first time
+# (control-plane/; about 4 minutes on 2 idle cores, then cached); the Rust build leaves cores
+# idle in its long single-crate stretches, and nothing before the end-to-end steps needs the
+# control plane or the registry. Its own
 # process group (setsid), so that a run ending early stops the whole provisioning; its log is
 # printed when it is awaited.
 provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
@@ -118,6 +115,9 @@ set -a
 # shellcheck disable=SC1091
 . "$cp_dir/env"
 set +a
+# kubectl of the server's version, from the same sources (the WasmController tests use it).
+export PATH="$CONTROL_PLANE_BIN:$PATH"
+echo "control plane: kube-apiserver $KUBE_VERSION" >&2
 export KUBE_WASM_AUDIT_LOG="$AUDIT_LOG"
 export KUBE_WASM_CONTROL_PLANE_DIR="$cp_dir"
 export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
