@@ -1,4 +1,4 @@
-//! The kube-wasm ABI contract, version 1.3: the one Rust definition of everything that crosses
+//! The kube-wasm ABI contract, version 1.4: the one Rust definition of everything that crosses
 //! the boundary between a controller module (guest) and the host shim.
 //!
 //! [`SPEC.md`](https://example.invalid/kube-wasm/kube-wasm-abi/SPEC.md) in this crate is the
@@ -14,6 +14,7 @@
 
 pub mod env;
 pub mod frame;
+pub mod idle;
 pub mod lines;
 pub mod names;
 pub mod ops;
@@ -25,6 +26,7 @@ pub use ops::{
     Completion, DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, HttpRequest, OpError, OpId, ResponseMode,
     UpgradeFailure, WatchRequest,
 };
+pub use idle::IDLE_FD;
 pub use stream::{DEFAULT_STREAM_CREDIT, StreamOpen, StreamSend};
 
 /// Major version of this ABI. Part of the import module name ([`names::IMPORT_MODULE`]); a
@@ -34,8 +36,8 @@ pub const ABI_MAJOR: u16 = 1;
 /// Minor version of this ABI: additions that old guests do not use. A host accepts a module
 /// whose minor version is at most its own. 1.1 added duplex streams; 1.2 the `upgrade` error
 /// code and its [`UpgradeFailure`] field; 1.3 the `quota` error code, which `delay` and
-/// `stop_signal` may now complete with.
-pub const ABI_MINOR: u16 = 3;
+/// `stop_signal` may now complete with; 1.4 reactor modules and idle polls ([`idle`]).
+pub const ABI_MINOR: u16 = 4;
 
 /// The value the guest export [`names::EXPORT_ABI_VERSION`] returns: `major << 16 | minor`.
 pub const ABI_VERSION: u32 = pack_version(ABI_MAJOR, ABI_MINOR);

@@ -63,6 +63,15 @@ macro_rules! abi_name {
     (EXPORT_START) => {
         "_start"
     };
+    (EXPORT_INITIALIZE) => {
+        "_initialize"
+    };
+    (EXPORT_REACTOR_START) => {
+        "kube_wasm_start"
+    };
+    (EXPORT_WAKE) => {
+        "kube_wasm_wake"
+    };
 }
 
 /// The wasm import module every host function lives in. The suffix is [`crate::ABI_MAJOR`].
@@ -127,14 +136,32 @@ pub const EXPORT_ALLOC: &str = abi_name!(EXPORT_ALLOC);
 /// executor until stalled and returns.
 pub const EXPORT_COMPLETE: &str = abi_name!(EXPORT_COMPLETE);
 
-/// The WASI command entry point: runs `main`, which starts the root task and runs the
-/// executor until stalled.
+/// The WASI command entry point of a command module: runs `main`, which starts the root task
+/// and runs the executor until stalled.
 pub const EXPORT_START: &str = abi_name!(EXPORT_START);
 
-/// Every export a guest must have, in SPEC.md's order.
+/// `_initialize() -> ()` (ABI 1.4): the WASI reactor initialisation of a reactor module
+/// (optional), called once before [`EXPORT_REACTOR_START`] and never again (not at a resume).
+pub const EXPORT_INITIALIZE: &str = abi_name!(EXPORT_INITIALIZE);
+
+/// `kube_wasm_start() -> ()` (ABI 1.4): the entry of a reactor module, in place of
+/// [`EXPORT_START`]: starts `main` and returns once the guest has stalled (see SPEC.md,
+/// "Reactor modules and idle polls").
+pub const EXPORT_REACTOR_START: &str = abi_name!(EXPORT_REACTOR_START);
+
+/// `kube_wasm_wake() -> ()` (ABI 1.4): a reactor module's next timer (the earliest clock of
+/// its last idle poll) fell due; the guest runs until it has stalled again.
+pub const EXPORT_WAKE: &str = abi_name!(EXPORT_WAKE);
+
+/// Every export the ABI names, in SPEC.md's order. Every module has the first three; a
+/// command module has [`EXPORT_START`], a reactor module [`EXPORT_REACTOR_START`] and
+/// [`EXPORT_WAKE`] (and [`EXPORT_INITIALIZE`] if it needs it).
 pub const EXPORTS: &[&str] = &[
     EXPORT_ABI_VERSION,
     EXPORT_ALLOC,
     EXPORT_COMPLETE,
     EXPORT_START,
+    EXPORT_INITIALIZE,
+    EXPORT_REACTOR_START,
+    EXPORT_WAKE,
 ];

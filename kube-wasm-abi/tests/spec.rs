@@ -13,7 +13,7 @@ use kube_wasm_abi::frame::MAX_HEADER_LEN;
 use kube_wasm_abi::names::{EXPORTS, IMPORT_MODULE, IMPORTS};
 use kube_wasm_abi::{
     ABI_MAJOR, ABI_MINOR, ABI_VERSION, Completion, DEFAULT_STREAM_CREDIT,
-    DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, HttpRequest, OpError, ResponseMode, StreamOpen,
+    DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, HttpRequest, IDLE_FD, OpError, ResponseMode, StreamOpen,
     StreamSend, UpgradeFailure, WatchRequest,
 };
 
@@ -642,5 +642,18 @@ fn environment_is_the_crates() {
         consts.len(),
         HOST_ENV.len() + 1,
         "env.rs declares {consts:?}; HOST_ENV lists {HOST_ENV:?} (and ENV_PREFIX)"
+    );
+}
+
+#[test]
+fn the_idle_descriptor_is_the_crates() {
+    let reactors = section("Reactor modules and idle polls (ABI 1.4)");
+    let text = reactors.lines.join(" ");
+    let decimal = format!("`{IDLE_FD}`");
+    let hex = format!("`{:#x}`", IDLE_FD);
+    let hex = format!("{}_{}", &hex[..hex.len() - 4], &hex[hex.len() - 4..]);
+    assert!(
+        text.contains(&decimal) && text.contains(&hex),
+        "the section names IDLE_FD as {decimal} and {hex}"
     );
 }

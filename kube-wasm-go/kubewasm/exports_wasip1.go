@@ -1,0 +1,106 @@
+//go:build wasip1
+
+package kubewasm
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"kube-wasm.dev/go/abi"
+)
+
+// The module's exports (SPEC.md, "Exports"): a Go guest is a reactor module. Each entry
+// ends in idle: it returns once no goroutine can run.
+
+// mainMain is the program's main function, which the Go runtime does not run in a reactor
+// (-buildmode=c-shared): kube_wasm_start runs it.
+//
+//go:linkname mainMain main.main
+func mainMain()
+
+//go:wasmexport kube_wasm_abi_version
+func exportABIVersion() int32 { return abi.Version }
+
+// lent holds the buffers kube_wasm_alloc handed to the host, by address, until
+// kube_wasm_complete takes them back (Go's collector does not move objects, so the address
+// stays valid while the buffer is held here).
+var (
+	lentMu sync.Mutex
+	lent   = map[uint32][]byte{}
+)
+
+//go:wasmexport kube_wasm_alloc
+func exportAlloc(n int32) uint32 {
+	if n < 0 {
+		return 0
+	}
+	buf := make([]byte, max(n, 1))
+	addr := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
+	lentMu.Lock()
+	lent[addr] = buf
+	lentMu.Unlock()
+	return addr
+}
+
+//go:wasmexport kube_wasm_complete
+func exportComplete(op int64, ptr uint32, n int32) {
+	lentMu.Lock()
+	buf, ok := lent[ptr]
+	delete(lent, ptr)
+	lentMu.Unlock()
+	if !ok || n < 0 || int(n) > len(buf) {
+		fmt.Fprintf(os.Stderr, "kube-wasm: completion for op %d in a buffer the guest did not lend; ignored\n", op)
+	} else {
+		Default.Deliver(uint64(op), buf[:n])
+	}
+	waitIdle()
+}
+
+//go:wasmexport kube_wasm_start
+func exportStart() {
+	openIdle()
+	go func() {
+		mainMain()
+		// As natively: when main returns, the program exits, whatever else runs.
+		os.Exit(0)
+	}()
+	waitIdle()
+}
+
+//go:wasmexport kube_wasm_wake
+func exportWake() { waitIdle() }
+
+// idle is the idle descriptor (SPEC.md, "Reactor modules and idle polls"), registered with
+// the runtime's network poller: the host reports it readable when the poller waits while
+// no goroutine can run.
+var (
+	idleFile *os.File
+	idleConn syscall.RawConn
+)
+
+func openIdle() {
+	idleFile = os.NewFile(abi.IdleFD, "kube-wasm-idle")
+	conn, err := idleFile.SyscallConn()
+	if err != nil {
+		panic(fmt.Sprintf("kube-wasm: the idle descriptor cannot be polled (%v): does the host speak ABI %d.%d?", err, abi.Major, abi.Minor))
+	}
+	idleConn = conn
+}
+
+// waitIdle parks the calling goroutine — the export's — in the network poller on the idle
+// descriptor and returns once the host reported it readable: the runtime had nothing left
+// to run. Its callback says "not yet" once, so that Read waits, and "done" when woken.
+func waitIdle() {
+	waited := false
+	err := idleConn.Read(func(uintptr) bool {
+		done := waited
+		waited = true
+		return done
+	})
+	if err != nil {
+		panic(fmt.Sprintf("kube-wasm: waiting on the idle descriptor: %v", err))
+	}
+}
