@@ -5,6 +5,7 @@
 # target/bench/report.md, report.json and PNG plots (BENCH_OUT to change the folder).
 #
 #   scripts/bench.sh [--quick] [kube-wasm-bench options…]   (scripts/bench.sh --help for them)
+#   scripts/bench.sh --go        # only the Go workload (issue #43): writes go.md and go.json
 #
 # Builds release binaries once: host-shim and the driver, the native ring controller (its own
 # feature resolution, as a user builds it), and the ring controller and the examples for
@@ -44,10 +45,23 @@ cargo build --release --target wasm32-wasip1 "${wasm_pkgs[@]}"
 # The mixed and edge fleets: every kind natively too (the examples and the parity scenario
 # controllers; the ring controller is built above), the combined native process linking them
 # all (bench/combined-native), and the parity scenarios for wasm32.
-native_pkgs=(-p parity-scenarios -p combined-native)
+# The Go workload alone (--go) needs the examples natively, not the parity scenarios.
+go_only=false
+for arg in "$@"; do [[ $arg == --go ]] && go_only=true; done
+if $go_only; then native_pkgs=(); else native_pkgs=(-p parity-scenarios -p combined-native); fi
 for example in "${examples[@]}"; do native_pkgs+=(-p "$example"); done
 cargo build --release --bins "${native_pkgs[@]}"
-cargo build --release --target wasm32-wasip1 --bins -p parity-scenarios
+$go_only || cargo build --release --target wasm32-wasip1 --bins -p parity-scenarios
+
+step "Go: examples/go-configmap-mirror natively and as a reactor module (scripts/go.sh's caches)"
+(
+  cd examples/go-configmap-mirror
+  export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
+  export GOCACHE="$HOME/.cache/kube-wasm/go-build" GOMODCACHE="$HOME/.cache/kube-wasm/go-mod"
+  go build -o "$target/release/go-configmap-mirror" .
+  mkdir -p "$target/wasm32-wasip1/release"
+  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$target/wasm32-wasip1/release/go-configmap-mirror.wasm" .
+)
 
 step "start a control plane"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-bench-cp.XXXXXX")
@@ -74,5 +88,7 @@ done
   "${example_args[@]}" \
   --native-dir "$target/release" \
   --wasm-dir "$target/wasm32-wasip1/release" \
+  --go-native "$target/release/go-configmap-mirror" \
+  --go-wasm "$target/wasm32-wasip1/release/go-configmap-mirror.wasm" \
   --out "$out" \
   "$@"

@@ -129,6 +129,61 @@ struct Cli {
     /// most 20 modules (replacing those options).
     #[arg(long)]
     quick: bool,
+    /// Run only the Go workload (issue #43): examples/go-configmap-mirror natively and as a
+    /// module (`--go-native`, `--go-wasm`), with the examples of `--example-wasm` beside it
+    /// in a mixed fleet (their native builds from `--native-dir`); writes `go.md` and
+    /// `go.json`.
+    #[arg(long)]
+    go: bool,
+    /// The native build of go-configmap-mirror.
+    #[arg(long)]
+    go_native: Option<PathBuf>,
+    /// The reactor module of go-configmap-mirror.
+    #[arg(long)]
+    go_wasm: Option<PathBuf>,
+    /// Event→reconcile samples of the Go workload, natively and resident (a third as many
+    /// suspended).
+    #[arg(long, default_value_t = 30)]
+    go_events: usize,
+    /// Labelled ConfigMaps each Go controller mirrors.
+    #[arg(long, default_value_t = 10)]
+    go_objects: usize,
+}
+
+/// The Go workload alone (`--go`): prints its goals and writes `go.md` and `go.json`.
+async fn run_go(cli: &Cli, setup: &Setup, out: &std::path::Path) -> anyhow::Result<()> {
+    let native = cli.go_native.clone().context("--go needs --go-native")?;
+    let wasm = cli.go_wasm.clone().context("--go needs --go-wasm")?;
+    require_file(&native, "the native Go controller")?;
+    require_file(&wasm, "the Go controller module")?;
+    let rust_examples = match &cli.native_dir {
+        Some(dir) => cli
+            .example_wasm
+            .iter()
+            .filter_map(|w| {
+                let native = dir.join(w.file_stem()?);
+                native.exists().then(|| (native, w.clone()))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let go = kube_wasm_bench::go::GoSetup {
+        native: std::path::absolute(native)?,
+        wasm: std::path::absolute(wasm)?,
+        rust_examples,
+        objects: cli.go_objects,
+        events: cli.go_events,
+        settle_secs: cli.settle_secs,
+    };
+    let figures = kube_wasm_bench::go::run(setup, &go, out).await?;
+    let (md, goals) = kube_wasm_bench::report::go_markdown(&figures);
+    std::fs::write(out.join("go.md"), &md)?;
+    std::fs::write(
+        out.join("go.json"),
+        serde_json::to_string_pretty(&serde_json::json!({"figures": figures, "goals": goals}))?,
+    )?;
+    println!("{md}");
+    Ok(())
 }
 
 fn machine_context() -> Vec<(String, String)> {
@@ -196,6 +251,9 @@ async fn main() -> anyhow::Result<()> {
         suspend_between_timers: true,
         release_read_history: true,
     };
+    if cli.go {
+        return run_go(&cli, &setup, &out).await;
+    }
     let mut context = machine_context();
     context.push((
         "parameters".into(),

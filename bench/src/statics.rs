@@ -56,6 +56,49 @@ fn engine() -> anyhow::Result<wasmtime::Engine> {
     new_engine(None, &Default::default()).map_err(|e| anyhow::anyhow!("creating the engine: {e:?}"))
 }
 
+/// Measures one `.wasm` file: its size, `repeats` cold compiles and cache loads (the Go
+/// workload's module, which is no ring controller).
+///
+/// # Errors
+/// If the file cannot be read or compiled, or the cache folder cannot be used.
+pub async fn measure_one(
+    path: &Path,
+    cache_dir: &Path,
+    repeats: usize,
+) -> anyhow::Result<WasmFigures> {
+    let engine = engine()?;
+    let cache = ModuleCache::open(cache_dir)
+        .with_context(|| format!("opening the module cache {}", cache_dir.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut compile_ms = Vec::new();
+    for _ in 0..repeats {
+        let t = Instant::now();
+        Module::new(&engine, &bytes)
+            .map_err(|e| anyhow::anyhow!("compiling {}: {e:?}", path.display()))?;
+        compile_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    cache
+        .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
+        .map_err(|e| anyhow::anyhow!("caching {}: {e:?}", path.display()))?;
+    let mut cache_load_ms = Vec::new();
+    for _ in 0..repeats {
+        let t = Instant::now();
+        cache
+            .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
+            .map_err(|e| anyhow::anyhow!("loading {}: {e:?}", path.display()))?;
+        cache_load_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(WasmFigures {
+        name: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        bytes: bytes.len() as u64,
+        compile_ms,
+        cache_load_ms,
+    })
+}
+
 /// Measures every file of `wasm` (`repeats` compiles and cache loads each) and `instances`
 /// instantiations of `ring` (which must be among them), caching into `cache_dir`.
 ///

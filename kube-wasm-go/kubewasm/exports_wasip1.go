@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"k8s.io/klog/v2"
+
 	"kube-wasm.dev/go/abi"
 )
 
@@ -62,6 +64,10 @@ func exportComplete(op int64, ptr uint32, n int32) {
 //go:wasmexport kube_wasm_start
 func exportStart() {
 	openIdle()
+	// klog's init starts a daemon that flushes its buffers every 5 s: a timer that would wake
+	// the module every 5 s for nothing, since in a module klog writes straight to stderr (the
+	// host's log) and buffers nothing.
+	klog.StopFlushDaemon()
 	go func() {
 		mainMain()
 		// As natively: when main returns, the program exits, whatever else runs.

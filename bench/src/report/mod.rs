@@ -13,6 +13,7 @@ mod cold_start;
 mod document;
 mod figures;
 mod format;
+mod go;
 mod goals;
 mod levers;
 mod markdown;
@@ -26,6 +27,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 pub use document::Report;
+pub use go::markdown as go_markdown;
+pub use goals::Goal;
 pub use measured::{Measured, Unavailable};
 
 impl Report {

@@ -19,6 +19,7 @@ pub mod engine;
 pub mod fiber_stacks;
 pub mod func_refs;
 pub mod host;
+pub(crate) mod idle;
 pub mod idle_code;
 pub mod idle_stack;
 pub(crate) mod memory_cap;

@@ -11,6 +11,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::metrics::Metrics;
 use crate::runtime::func_refs::FuncRefProfile;
+use crate::runtime::idle::IdleState;
 use crate::runtime::memory_cap::MemoryCap;
 use crate::runtime::ops::{CompletionSender, OpTable, QueuedCompletion, StreamTable};
 use crate::runtime::quota::{ByteBudget, Quotas, WarnThrottle};
@@ -147,11 +148,19 @@ pub struct HostState {
     /// The profile its indirect calls are reported into, if it runs an instrumented module
     /// (see [`crate::runtime::func_refs`]).
     pub func_ref_profile: Option<Arc<FuncRefProfile>>,
+    /// What its idle polls told (ABI 1.4, see [`crate::runtime::idle`]).
+    pub idle: IdleState,
+    /// Whether it is a reactor module (ABI 1.4: `kube_wasm_start` instead of `_start`).
+    pub reactor: bool,
+    /// A reactor module's wake op: the op that calls `kube_wasm_wake` at the next timer its
+    /// last idle poll named, and that timer.
+    pub wake: Option<(kube_wasm_abi::OpId, tokio::time::Instant)>,
 }
 
 impl HostState {
-    /// Resets the per-entry tick count; call before every call into the guest.
+    /// Resets the per-entry tick count and idle polls; call before every call into the guest.
     pub fn begin_entry(&mut self) {
         self.entry_ticks = 0;
+        self.idle.begin_entry();
     }
 }

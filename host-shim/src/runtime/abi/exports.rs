@@ -1,7 +1,8 @@
 //! What a guest must export and import to be run (SPEC.md, "Versioning", "Exports").
 
 use kube_wasm_abi::names::{
-    EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_COMPLETE, EXPORT_START, IMPORT_MODULE,
+    EXPORT_ABI_VERSION, EXPORT_ALLOC, EXPORT_COMPLETE, EXPORT_INITIALIZE, EXPORT_REACTOR_START,
+    EXPORT_START, EXPORT_WAKE, IMPORT_MODULE,
 };
 use kube_wasm_abi::{ABI_MAJOR, ABI_MINOR, unpack_version};
 use wasmtime::{AsContextMut, Instance, Memory, Module, TypedFunc};
@@ -59,6 +60,16 @@ pub enum Incompatible {
     UnknownImport {
         /// The imported name.
         name: String,
+    },
+    /// The module exports both `_start` and `kube_wasm_start`, or neither (ABI 1.4: a
+    /// command or a reactor, one of the two).
+    #[error(
+        "the module exports {found}: a module is a command (`{EXPORT_START}`) or a reactor \
+         (`{EXPORT_REACTOR_START}`, ABI 1.4), one of the two"
+    )]
+    EntryExports {
+        /// What it exports of the two.
+        found: &'static str,
     },
     /// A required export is missing or has the wrong type.
     #[error("the module's export `{name}` is missing or has the wrong type ({detail})")]
@@ -120,8 +131,28 @@ pub struct GuestExports {
     pub alloc: TypedFunc<i32, i32>,
     /// `kube_wasm_complete(op, ptr, len)`.
     pub complete: TypedFunc<(i64, i32, i32), ()>,
-    /// `_start()`.
-    pub start: TypedFunc<(), ()>,
+    /// How the module is started and woken.
+    pub entry: Entry,
+}
+
+/// How a module is entered besides `kube_wasm_complete` (SPEC.md, "Exports").
+#[derive(Clone)]
+pub enum Entry {
+    /// A command module: `_start()`.
+    Command {
+        /// `_start()`.
+        start: TypedFunc<(), ()>,
+    },
+    /// A reactor module (ABI 1.4): `_initialize()` if it has it, then `kube_wasm_start()`;
+    /// `kube_wasm_wake()` at its next timer.
+    Reactor {
+        /// `_initialize()`, if exported.
+        initialize: Option<TypedFunc<(), ()>>,
+        /// `kube_wasm_start()`.
+        start: TypedFunc<(), ()>,
+        /// `kube_wasm_wake()`.
+        wake: TypedFunc<(), ()>,
+    },
 }
 
 impl GuestExports {
@@ -144,7 +175,33 @@ impl GuestExports {
         let abi_version = typed(&mut store, instance, EXPORT_ABI_VERSION)?;
         let alloc = typed(&mut store, instance, EXPORT_ALLOC)?;
         let complete = typed(&mut store, instance, EXPORT_COMPLETE)?;
-        let start = typed(&mut store, instance, EXPORT_START)?;
+        let entry = match (
+            exports(&mut store, instance, EXPORT_START),
+            exports(&mut store, instance, EXPORT_REACTOR_START),
+        ) {
+            (true, false) => Entry::Command {
+                start: typed(&mut store, instance, EXPORT_START)?,
+            },
+            (false, true) => Entry::Reactor {
+                initialize: if exports(&mut store, instance, EXPORT_INITIALIZE) {
+                    Some(typed(&mut store, instance, EXPORT_INITIALIZE)?)
+                } else {
+                    None
+                },
+                start: typed(&mut store, instance, EXPORT_REACTOR_START)?,
+                wake: typed(&mut store, instance, EXPORT_WAKE)?,
+            },
+            (true, true) => {
+                return Err(Incompatible::EntryExports {
+                    found: "both `_start` and `kube_wasm_start`",
+                });
+            }
+            (false, false) => {
+                return Err(Incompatible::EntryExports {
+                    found: "neither `_start` nor `kube_wasm_start`",
+                });
+            }
+        };
         let memory = instance
             .get_memory(&mut store, MEMORY_EXPORT)
             .ok_or_else(|| Incompatible::BadExport {
@@ -156,9 +213,14 @@ impl GuestExports {
             abi_version,
             alloc,
             complete,
-            start,
+            entry,
         })
     }
+}
+
+/// Whether `instance` has an export `name`.
+fn exports(store: impl AsContextMut, instance: &Instance, name: &str) -> bool {
+    instance.get_export(store, name).is_some()
 }
 
 fn typed<P, R>(

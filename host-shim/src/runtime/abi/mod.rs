@@ -13,6 +13,7 @@ pub mod exports;
 pub(crate) mod http;
 pub mod memory;
 mod op;
+pub(crate) use op::spawn_op;
 pub(crate) mod respond;
 pub(crate) mod shared_watch;
 pub(crate) mod signal;

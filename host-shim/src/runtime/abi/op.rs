@@ -163,7 +163,7 @@ fn admit(state: &HostState, kind: OpKind, body_bytes: usize) -> Result<HeldBytes
         OpKind::Http => Some((Quota::ConcurrentRequests, quotas.concurrent_requests)),
         OpKind::Watch => Some((Quota::Watches, quotas.watches)),
         OpKind::Stream => Some((Quota::Streams, quotas.streams)),
-        OpKind::Delay | OpKind::StopSignal | OpKind::StreamSend => None,
+        OpKind::Delay | OpKind::StopSignal | OpKind::StreamSend | OpKind::Wake => None,
     };
     if let Some((quota, limit)) = of_kind
         && state.ops.working(kind) >= limit
@@ -188,7 +188,7 @@ fn refuse(
         OpKind::Delay | OpKind::StopSignal if state.abi_minor < REFUSABLE_TIMERS_SINCE => {
             return Err(QuotaAbuse::Unrefusable(exceeded));
         }
-        OpKind::Delay | OpKind::StopSignal | OpKind::StreamSend => {
+        OpKind::Delay | OpKind::StopSignal | OpKind::StreamSend | OpKind::Wake => {
             (Completion::Error(exceeded.op_error()), Vec::new())
         }
     };

@@ -13,13 +13,16 @@ use crate::runtime::memory_cap::MemoryLimitExceeded;
 use crate::runtime::quota::QuotaAbuse;
 use crate::runtime::state::HostState;
 
-/// The epoch callback's error: the current entry ran out of ticks.
+/// The current entry ran out of time: the epoch callback's error when it ran out of ticks,
+/// and an idle poll's (see [`crate::runtime::idle`]) when the guest would block in
+/// `poll_oneoff` past its deadline.
 #[derive(Debug, thiserror::Error)]
 #[error("guest entry deadline exceeded")]
-struct EntryDeadlineExceeded;
+pub(crate) struct EntryDeadlineExceeded;
 
 /// A `Store` for `state`, with its memory cap and its entry deadline installed.
-pub(super) fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
+pub(super) fn new_store(engine: &Engine, mut state: HostState) -> Store<HostState> {
+    state.idle.new_store();
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.memory_cap);
     store.epoch_deadline_callback(|mut cx| {

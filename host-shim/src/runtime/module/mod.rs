@@ -99,6 +99,7 @@ use shell::{CodeRelease, Idle, Shell, Wake};
 use suspended::{Suspend, Suspended, suspend};
 
 pub(crate) use context::ModuleContext;
+pub(crate) use entry::EntryDeadlineExceeded;
 pub use loaded::LoadedModule;
 pub use outcome::{EndReason, ModuleError, ModuleOutcome};
 
@@ -205,6 +206,9 @@ async fn run_inner(
         entry_tick_budget: cx.entry_tick_budget,
         entry_deadline: cx.entry_deadline,
         func_ref_profile: module.func_ref_profile().cloned(),
+        idle: Default::default(),
+        reactor: false,
+        wake: None,
     };
     let idle = match (options.suspend, module.suspendable()) {
         (None, _) => None,
@@ -292,7 +296,9 @@ async fn live(
         if let Some(outcome) = shell.ended_by_phase(state.host_state().asked_for_stop) {
             break outcome;
         }
-        if let Some(outcome) = shell.main_returned(&state.host_state().ops) {
+        if let Some(outcome) =
+            shell.main_returned(&state.host_state().ops, state.host_state().reactor)
+        {
             break outcome;
         }
         let due_at = state.due_at(shell);
@@ -319,7 +325,8 @@ async fn live(
                 let mut running = match state {
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
-                        let planned = kind == OpKind::Delay && shell.between_timers();
+                        let planned = matches!(kind, OpKind::Delay | OpKind::Wake)
+                            && shell.between_timers();
                         match Box::pin(suspended.resume(cx, compiled, shell, planned)).await {
                             Ok(resumed) => resumed,
                             Err(outcome) => return outcome,

@@ -71,6 +71,13 @@ pub enum ModuleError {
     /// be read back, or the instance could not be re-created).
     #[error("could not be resumed from its snapshot: {0}")]
     Resume(String),
+    /// A reactor module (ABI 1.4) stalled with no live op and no timer: nothing can ever wake
+    /// it (a Go program whose goroutines are all asleep).
+    #[error(
+        "is deadlocked: it stalled with no pending operation and no timer, so nothing can wake \
+         it (all goroutines are asleep)"
+    )]
+    Deadlocked,
     /// A completion too large for a wasm32 guest (over `i32::MAX` bytes).
     #[error("cannot receive a completion of {len} bytes: more than a wasm32 guest can address")]
     CompletionTooLarge {

@@ -1,6 +1,9 @@
 //! A resident module: its `Store` and instance, started from `_start` and fed completions.
 
-use kube_wasm_abi::names::{EXPORT_ABI_VERSION, EXPORT_START};
+use kube_wasm_abi::Completion;
+use kube_wasm_abi::names::{
+    EXPORT_ABI_VERSION, EXPORT_INITIALIZE, EXPORT_REACTOR_START, EXPORT_START, EXPORT_WAKE,
+};
 use tokio::time::Instant;
 use wasmtime::{Instance, Store};
 
@@ -9,8 +12,10 @@ use super::deliver::deliver;
 use super::entry::{arm_deadline, entry_failed, guest_failure, record_memory};
 use super::outcome::{ModuleError, ModuleOutcome};
 use super::shell::Shell;
-use crate::runtime::abi::exports::{GuestExports, check_version};
+use crate::runtime::abi::exports::{Entry, GuestExports, check_version};
+use crate::runtime::abi::spawn_op;
 use crate::runtime::ops::{OpKind, QueuedCompletion};
+use crate::runtime::quota::HeldBytes;
 use crate::runtime::state::HostState;
 
 /// A resident module: between `Store` creation and its end or suspension.
@@ -82,17 +87,81 @@ impl Running {
         check_version(packed as u32).map_err(|e| ModuleOutcome::Failed(e.into()))?;
         self.store.data_mut().abi_minor = kube_wasm_abi::unpack_version(packed as u32).1;
 
-        tracing::debug!("calling `_start`");
-        arm_deadline(&mut self.store);
-        let started = exports
-            .start
-            .call_async(&mut self.store, ())
-            .await
-            .map_err(|err| entry_failed(&self.store, err, EXPORT_START));
+        let started = match &exports.entry {
+            Entry::Command { start } => {
+                tracing::debug!("calling `{EXPORT_START}`");
+                arm_deadline(&mut self.store);
+                start
+                    .call_async(&mut self.store, ())
+                    .await
+                    .map_err(|err| entry_failed(&self.store, err, EXPORT_START))
+            }
+            Entry::Reactor {
+                initialize, start, ..
+            } => {
+                self.store.data_mut().reactor = true;
+                if let Some(initialize) = initialize {
+                    tracing::debug!("calling `{EXPORT_INITIALIZE}`");
+                    arm_deadline(&mut self.store);
+                    initialize
+                        .call_async(&mut self.store, ())
+                        .await
+                        .map_err(|err| entry_failed(&self.store, err, EXPORT_INITIALIZE))?;
+                }
+                tracing::debug!("calling `{EXPORT_REACTOR_START}`");
+                arm_deadline(&mut self.store);
+                start
+                    .call_async(&mut self.store, ())
+                    .await
+                    .map_err(|err| entry_failed(&self.store, err, EXPORT_REACTOR_START))
+            }
+        };
         record_memory(&self.store, &exports);
         started?;
+        self.rearm_wake();
         shell.last_entry = Instant::now();
         Ok(())
+    }
+
+    /// After an entry into a reactor module: keeps its wake op if its last idle poll named
+    /// the same next timer, else replaces it with one for the new timer (or none). The wake
+    /// op is the host's: it counts as a timer for suspension, but not against quotas.
+    fn rearm_wake(&mut self) {
+        let state = self.store.data_mut();
+        if !state.reactor {
+            return;
+        }
+        let next = state.idle.take_polled().flatten();
+        if let Some((id, due)) = state.wake.take() {
+            if Some(due) == next && state.ops.is_live(id) {
+                state.wake = Some((id, due));
+                return;
+            }
+            state.ops.cancel(id);
+        }
+        let Some(due) = next else { return };
+        let id = spawn_op(state, OpKind::Wake, HeldBytes::default(), move |_, sink, _| {
+            async move {
+                tokio::time::sleep_until(due).await;
+                sink.send(&Completion::Elapsed {}, b"").await
+            }
+        });
+        state.ops.set_due(id, due);
+        state.wake = Some((id, due));
+    }
+
+    /// Calls a reactor module's `kube_wasm_wake`: its next timer fell due.
+    async fn wake(&mut self, exports: &GuestExports) -> Result<(), ModuleOutcome> {
+        let Entry::Reactor { wake, .. } = &exports.entry else {
+            return Ok(());
+        };
+        arm_deadline(&mut self.store);
+        let woken = wake
+            .call_async(&mut self.store, ())
+            .await
+            .map_err(|err| entry_failed(&self.store, err, EXPORT_WAKE));
+        record_memory(&self.store, exports);
+        woken
     }
 
     /// Delivers one completion of a live op of `kind`, and retires the op if it is its final
@@ -117,7 +186,15 @@ impl Running {
                 metrics.observe_timer_lateness(entering.saturating_duration_since(due));
             }
         }
-        let delivered = deliver(&mut self.store, &exports, delivery.op, &delivery.frame).await;
+        let delivered = if kind == OpKind::Wake {
+            self.store.data_mut().wake = None;
+            self.wake(&exports).await
+        } else {
+            deliver(&mut self.store, &exports, delivery.op, &delivery.frame).await
+        };
+        if delivered.is_ok() {
+            self.rearm_wake();
+        }
         shell.last_entry = Instant::now();
         if kind.is_unforeseen() {
             shell.last_unforeseen = shell.last_entry;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::outcome::{EndReason, ModuleOutcome};
+use super::outcome::{EndReason, ModuleError, ModuleOutcome};
 use crate::runtime::fiber_stacks::StackOwner;
 use crate::runtime::idle_code::{Code, Entered, Release};
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
@@ -92,10 +92,15 @@ impl Shell {
     /// exiting: its `main` returned (SPEC.md, "Lifecycle") — a plain `fn main()` that did its
     /// work and returned, as a native process whose `main` returns, which exits with status
     /// 0. Nothing could enter it again. (A kube-wasm guest whose `main` is blocked keeps an
-    /// op live, so it is not taken for finished.)
-    pub(super) fn main_returned(&self, ops: &OpTable) -> Option<ModuleOutcome> {
+    /// op live, so it is not taken for finished.) A reactor module (ABI 1.4) in that state is
+    /// deadlocked instead: its runtime exits when `main` returns, so it never returns into
+    /// an entry; it stalled with no op and no timer that could wake it.
+    pub(super) fn main_returned(&self, ops: &OpTable, reactor: bool) -> Option<ModuleOutcome> {
         if !ops.is_empty() {
             return None;
+        }
+        if reactor {
+            return Some(ModuleOutcome::Failed(ModuleError::Deadlocked));
         }
         tracing::debug!(
             "module `{}` returned with no pending operation: its main returned",

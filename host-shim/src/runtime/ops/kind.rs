@@ -15,6 +15,9 @@ pub enum OpKind {
     Stream,
     /// `stream_send`: one message queued on a stream.
     StreamSend,
+    /// A reactor module's next timer (ABI 1.4): the host's own op, never seen by the guest,
+    /// whose completion the module loop delivers by calling `kube_wasm_wake`.
+    Wake,
 }
 
 impl OpKind {
@@ -28,6 +31,7 @@ impl OpKind {
             OpKind::StopSignal => "stop_signal",
             OpKind::Stream => "stream",
             OpKind::StreamSend => "stream_send",
+            OpKind::Wake => "wake",
         }
     }
 
@@ -60,6 +64,8 @@ impl OpKind {
             (OpKind::Stream, false) => "streams",
             (OpKind::StreamSend, true) => "stream send",
             (OpKind::StreamSend, false) => "stream sends",
+            (OpKind::Wake, true) => "timer",
+            (OpKind::Wake, false) => "timers",
         }
     }
 }

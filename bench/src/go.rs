@@ -1,0 +1,391 @@
+//! The Go workload (`--go`, issue #43): the client-go controller `examples/go-configmap-mirror`
+//! natively (one Go process) and as a reactor module in the host, side by side against the
+//! same apiserver in one run:
+//!
+//! - its `.wasm` size and cold compile time with the host's engine ([`crate::statics`]);
+//! - idle memory: the native process against the host with the one Go module, each
+//!   mirroring the same labelled ConfigMaps in a namespace of its own, after the settle time;
+//! - suspended memory: the same host with `suspend: {idleAfter}`, once the module is
+//!   suspended (the host's metrics);
+//! - resume time (the host's resume histogram, over the latency rounds of the suspended host);
+//! - event→reconcile latency: from a ConfigMap's update to its mirror Secret holding the new
+//!   value, seen by the driver's own watch, natively, resident and suspended (each update
+//!   after the module was suspended again);
+//! - a mixed fleet: the Go module with the Rust examples in one host, resident and
+//!   suspended, against all of them as native processes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube_wasm_e2e::manifest::Entry;
+use serde::Serialize;
+
+use crate::fleet::{Fleet, Setup, host_manifest};
+use crate::memory::Sample;
+use crate::{cluster, statics, stats};
+
+/// What the Go workload needs besides the bench's [`Setup`].
+#[derive(Debug, Clone)]
+pub struct GoSetup {
+    /// The native build of `go-configmap-mirror`.
+    pub native: PathBuf,
+    /// Its reactor module (`GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`).
+    pub wasm: PathBuf,
+    /// Native and wasm builds of the Rust examples for the mixed fleet: (native, wasm).
+    pub rust_examples: Vec<(PathBuf, PathBuf)>,
+    /// Labelled ConfigMaps each controller mirrors.
+    pub objects: usize,
+    /// Latency samples per variant (the suspended variant takes a third as many: each
+    /// waits for the module to be suspended again).
+    pub events: usize,
+    /// Seconds to let a launch settle before its memory is sampled.
+    pub settle_secs: u64,
+}
+
+/// A latency series, in ms.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latency {
+    /// One per event.
+    pub ms: Vec<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+}
+
+impl Latency {
+    fn of(ms: Vec<f64>) -> Self {
+        Self {
+            p50: stats::median(&ms),
+            p99: stats::percentile(&ms, 99.0),
+            ms,
+        }
+    }
+}
+
+/// The Go workload's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct GoFigures {
+    /// The module's size, in bytes.
+    pub wasm_bytes: u64,
+    /// Cold compile (Cranelift, the host's engine), in ms.
+    pub compile_ms: Vec<f64>,
+    /// Loading the precompiled module from the host's cache, in ms.
+    pub cache_load_ms: Vec<f64>,
+    /// The native Go process, idle.
+    pub native_idle: Sample,
+    /// The host with the one Go module, idle and resident.
+    pub wasm_idle: Sample,
+    /// The host with the one Go module, suspended.
+    pub wasm_suspended: Sample,
+    /// The module's linear memory when suspended, in bytes, and its snapshot's size.
+    pub linear_memory_bytes: u64,
+    /// The snapshot file's size, in bytes.
+    pub snapshot_bytes: u64,
+    /// Resumes from disk during the suspended latency rounds, and their mean, in ms.
+    pub resumes: u64,
+    /// Mean resume time, in ms.
+    pub resume_mean_ms: Option<f64>,
+    /// Event→reconcile, native.
+    pub latency_native: Latency,
+    /// Event→reconcile, the module resident.
+    pub latency_wasm: Latency,
+    /// Event→reconcile, the module suspended before each event.
+    pub latency_suspended: Latency,
+    /// Mixed fleet: the Go controller and the Rust examples, as native processes.
+    pub mixed_native: Option<Sample>,
+    /// The same in one host, resident.
+    pub mixed_wasm: Option<Sample>,
+    /// The same in one host, suspended.
+    pub mixed_suspended: Option<Sample>,
+    /// The kinds in the mixed fleet.
+    pub mixed_kinds: Vec<String>,
+}
+
+const LABEL: (&str, &str) = ("kube-wasm.dev/mirror", "true");
+
+fn mirrored(name: &str, value: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.into());
+    cm.metadata.labels = Some([(LABEL.0.to_string(), LABEL.1.to_string())].into());
+    cm.data = Some([("value".to_string(), value.to_string())].into());
+    cm
+}
+
+/// A kubeconfig like `base` whose current context's namespace is `namespace` (the Go
+/// controller, like kube's, runs for its kubeconfig context's namespace natively).
+fn kubeconfig_for(base: &Path, namespace: &str, dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = dir.join(format!("kubeconfig-{namespace}"));
+    std::fs::copy(base, &path).with_context(|| format!("copying {}", base.display()))?;
+    let status = Command::new("kubectl")
+        .args(["config", "set-context", "--current", "--namespace", namespace])
+        .env("KUBECONFIG", &path)
+        .stdout(Stdio::null())
+        .status()
+        .context("running kubectl")?;
+    anyhow::ensure!(status.success(), "kubectl config set-context failed");
+    Ok(path)
+}
+
+async fn fresh_namespace(client: &Client, prefix: &str) -> anyhow::Result<String> {
+    let name = format!("{prefix}-{}", cluster::now_micros() % 1_000_000_000);
+    cluster::create_namespace(client, &name).await?;
+    Ok(name)
+}
+
+/// Creates `objects` labelled ConfigMaps in `ns` and waits for their mirrors.
+async fn populate(client: &Client, ns: &str, objects: usize) -> anyhow::Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    for i in 0..objects {
+        cms.create(&PostParams::default(), &mirrored(&format!("cm-{i}"), "0"))
+            .await?;
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let n = secrets
+            .list(&Default::default())
+            .await?
+            .items
+            .iter()
+            .filter(|s| s.metadata.name.as_deref().is_some_and(|n| n.starts_with("cm-")))
+            .count();
+        if n >= objects {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{n} of {objects} mirrors in {ns} within 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Updates ConfigMap `cm-0` of `ns` to `value` and returns the ms until its mirror holds it,
+/// as the driver's own watch of Secrets sees it.
+async fn one_event(client: &Client, ns: &str, value: &str) -> anyhow::Result<f64> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let mut events = watcher(
+        secrets,
+        watcher::Config::default().fields("metadata.name=cm-0"),
+    )
+    .boxed();
+    // The watch is established (its initial list) before the update.
+    while let Some(event) = events.next().await {
+        if matches!(event?, watcher::Event::InitDone) {
+            break;
+        }
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let patch = serde_json::json!({"data": {"value": value}});
+    let started = Instant::now();
+    cms.patch("cm-0", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    let deadline = Duration::from_secs(60);
+    loop {
+        let next = tokio::time::timeout(deadline.saturating_sub(started.elapsed()), events.next())
+            .await
+            .context("the mirror did not change within 60 s")?;
+        let Some(event) = next else {
+            anyhow::bail!("the watch ended");
+        };
+        if let watcher::Event::Apply(secret) = event? {
+            let holds = secret
+                .data
+                .as_ref()
+                .and_then(|d| d.get("value"))
+                .is_some_and(|v| v.0 == value.as_bytes());
+            if holds {
+                return Ok(started.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+    }
+}
+
+/// Waits until the host reports every module suspended.
+async fn until_suspended(fleet: &mut Fleet, modules: u64, timeout: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        fleet.check_alive()?;
+        let m = fleet.host_metrics()?.unwrap_or_default();
+        if m.suspended_modules >= modules {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{} of {modules} modules suspended within {timeout:?}",
+            m.suspended_modules
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn entry(name: &str, wasm: &Path, ns: &str, suspend: Option<&str>) -> Entry {
+    let mut entry = Entry::with_wasm(name, wasm).namespace(ns);
+    if let Some(idle_after) = suspend {
+        entry = entry.field(&format!("suspend: {{idleAfter: {idle_after}}}"));
+    }
+    entry
+}
+
+/// Runs the Go workload with its launches' files under `out`.
+///
+/// # Errors
+/// If a launch fails, or a controller does not mirror in time.
+pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFigures> {
+    let client = cluster::client(&setup.kubeconfig).await?;
+    eprintln!("bench go: size and compile of {}", go.wasm.display());
+    let statics = statics::measure_one(&go.wasm, &out.join("go-statics-cache"), 1).await?;
+    let settle = Duration::from_secs(go.settle_secs);
+
+    eprintln!("bench go: native");
+    let ns = fresh_namespace(&client, "go-native").await?;
+    let dir = out.join("go-native");
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = kubeconfig_for(&setup.kubeconfig, &ns, &dir)?;
+    let mut command = Command::new(&go.native);
+    command.env("KUBECONFIG", &kubeconfig).stdin(Stdio::null());
+    let mut native = Fleet::start_processes(vec![("go-configmap-mirror".into(), command)], &dir)?;
+    populate(&client, &ns, go.objects).await?;
+    tokio::time::sleep(settle).await;
+    let native_idle = native.idle_memory().await?;
+    let mut latency_native = Vec::new();
+    for i in 0..go.events {
+        latency_native.push(one_event(&client, &ns, &format!("n{i}")).await?);
+    }
+    native.stop(Duration::from_secs(10))?;
+
+    eprintln!("bench go: in the host, resident");
+    let ns = fresh_namespace(&client, "go-wasm").await?;
+    let dir = out.join("go-wasm");
+    let mut host = Fleet::start_host(setup, &dir, |metrics| {
+        host_manifest(setup, true, &[entry("go-mirror", &go.wasm, &ns, None)], metrics)
+    })?;
+    host.wait_for_modules(1, Duration::from_secs(600)).await?;
+    populate(&client, &ns, go.objects).await?;
+    tokio::time::sleep(settle).await;
+    let wasm_idle = host.idle_memory().await?;
+    let mut latency_wasm = Vec::new();
+    for i in 0..go.events {
+        latency_wasm.push(one_event(&client, &ns, &format!("w{i}")).await?);
+    }
+    host.stop(Duration::from_secs(10))?;
+
+    eprintln!("bench go: in the host, suspended");
+    let ns = fresh_namespace(&client, "go-suspend").await?;
+    let dir = out.join("go-suspend");
+    let mut host = Fleet::start_host(setup, &dir, |metrics| {
+        let entries = [entry(
+            "go-mirror",
+            &go.wasm,
+            &ns,
+            Some(&setup.suspend_idle_after),
+        )];
+        host_manifest(setup, true, &entries, metrics)
+    })?;
+    host.wait_for_modules(1, Duration::from_secs(600)).await?;
+    populate(&client, &ns, go.objects).await?;
+    until_suspended(&mut host, 1, Duration::from_secs(120)).await?;
+    tokio::time::sleep(settle).await;
+    until_suspended(&mut host, 1, Duration::from_secs(120)).await?;
+    let wasm_suspended = host.idle_memory().await?;
+    let at_rest = host.host_metrics()?.unwrap_or_default();
+    let mut latency_suspended = Vec::new();
+    for i in 0..go.events.div_ceil(3) {
+        until_suspended(&mut host, 1, Duration::from_secs(120)).await?;
+        latency_suspended.push(one_event(&client, &ns, &format!("s{i}")).await?);
+    }
+    let after = host.host_metrics()?.unwrap_or_default();
+    host.stop(Duration::from_secs(10))?;
+    let resumes = after.resumes.saturating_sub(at_rest.resumes);
+    let resume_mean_ms = (resumes > 0).then(|| {
+        (after.resume_seconds - at_rest.resume_seconds) * 1000.0 / resumes as f64
+    });
+
+    let mut mixed_kinds = vec!["go-configmap-mirror".to_string()];
+    let (mut mixed_native, mut mixed_wasm, mut mixed_suspended) = (None, None, None);
+    if !go.rust_examples.is_empty() {
+        eprintln!("bench go: mixed fleet (the Go controller and the Rust examples)");
+        let stem = |p: &Path| {
+            p.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        mixed_kinds.extend(go.rust_examples.iter().map(|(n, _)| stem(n)));
+        let mut kinds: Vec<(String, PathBuf, PathBuf)> =
+            vec![("go-configmap-mirror".into(), go.native.clone(), go.wasm.clone())];
+        kinds.extend(
+            go.rust_examples
+                .iter()
+                .map(|(n, w)| (stem(n), n.clone(), w.clone())),
+        );
+        // Natively: each in its own namespace.
+        let dir = out.join("go-mixed-native");
+        std::fs::create_dir_all(&dir)?;
+        let mut commands = Vec::new();
+        for (name, native, _) in &kinds {
+            let ns = fresh_namespace(&client, "go-mixed-n").await?;
+            let kubeconfig = kubeconfig_for(&setup.kubeconfig, &ns, &dir)?;
+            let mut command = Command::new(native);
+            command.env("KUBECONFIG", &kubeconfig).stdin(Stdio::null());
+            commands.push((name.clone(), command));
+        }
+        let mut fleet = Fleet::start_processes(commands, &dir)?;
+        tokio::time::sleep(settle.max(Duration::from_secs(10))).await;
+        mixed_native = Some(fleet.idle_memory().await?);
+        fleet.stop(Duration::from_secs(10))?;
+        for suspend in [None, Some(setup.suspend_idle_after.as_str())] {
+            let label = if suspend.is_some() { "suspended" } else { "resident" };
+            let dir = out.join(format!("go-mixed-{label}"));
+            std::fs::create_dir_all(&dir)?;
+            let mut entries = Vec::new();
+            for (name, _, wasm) in &kinds {
+                let ns = fresh_namespace(&client, "go-mixed-w").await?;
+                entries.push(entry(name, wasm, &ns, suspend));
+            }
+            let mut host = Fleet::start_host(setup, &dir, |metrics| {
+                host_manifest(setup, true, &entries, metrics)
+            })?;
+            host.wait_for_modules(kinds.len(), Duration::from_secs(600))
+                .await?;
+            if suspend.is_some() {
+                until_suspended(&mut host, kinds.len() as u64, Duration::from_secs(180)).await?;
+            }
+            tokio::time::sleep(settle.max(Duration::from_secs(10))).await;
+            let sample = host.idle_memory().await?;
+            host.stop(Duration::from_secs(10))?;
+            if suspend.is_some() {
+                mixed_suspended = Some(sample);
+            } else {
+                mixed_wasm = Some(sample);
+            }
+        }
+    }
+
+    Ok(GoFigures {
+        wasm_bytes: statics.bytes,
+        compile_ms: statics.compile_ms,
+        cache_load_ms: statics.cache_load_ms,
+        native_idle,
+        wasm_idle,
+        wasm_suspended,
+        linear_memory_bytes: at_rest.linear_memory_bytes,
+        snapshot_bytes: at_rest.snapshot_bytes,
+        resumes,
+        resume_mean_ms,
+        latency_native: Latency::of(latency_native),
+        latency_wasm: Latency::of(latency_wasm),
+        latency_suspended: Latency::of(latency_suspended),
+        mixed_native,
+        mixed_wasm,
+        mixed_suspended,
+        mixed_kinds,
+    })
+}

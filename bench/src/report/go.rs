@@ -1,0 +1,78 @@
+//! The Go workload's section (`--go`): issue #43's goals and the figures behind them.
+
+use std::fmt::Write as _;
+
+use super::goals::{Goal, go_goals};
+use crate::go::{GoFigures, Latency};
+use crate::stats;
+
+fn ms(values: &[f64]) -> String {
+    match stats::median(values) {
+        Some(m) => format!("{m:.0} ms"),
+        None => "—".into(),
+    }
+}
+
+fn latency(l: &Latency) -> String {
+    match (l.p50, l.p99) {
+        (Some(p50), Some(p99)) => format!("p50 {p50:.1} ms, p99 {p99:.1} ms ({} events)", l.ms.len()),
+        _ => "—".into(),
+    }
+}
+
+/// The goals and figures as Markdown; the goals are returned too.
+pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
+    let goals = go_goals(g);
+    let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
+    let mut md = String::from("## Go controllers (issue #43)\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n");
+    for goal in &goals {
+        let verdict = match goal.holds {
+            Some(true) => "holds",
+            Some(false) => "**fails**",
+            None => "not measured",
+        };
+        let _ = writeln!(md, "| {} | {} | {} | {verdict} |", goal.goal, goal.target, goal.measured);
+    }
+    let _ = write!(
+        md,
+        "\n| figure | value |\n| --- | --- |\n\
+         | `go-configmap-mirror.wasm` | {:.1} MiB |\n\
+         | cold compile (the host's engine) | {} |\n\
+         | load from the precompiled cache | {} |\n\
+         | native Go process, idle (PSS) | {} |\n\
+         | host with the Go module, idle | {} |\n\
+         | host with the Go module, suspended | {} (linear memory {:.1} MiB, snapshot {:.1} MiB) |\n\
+         | resume from disk | {} over {} resumes |\n\
+         | event→reconcile, native | {} |\n\
+         | event→reconcile, module resident | {} |\n\
+         | event→reconcile, module suspended | {} |\n",
+        g.wasm_bytes as f64 / 1_048_576.0,
+        ms(&g.compile_ms),
+        ms(&g.cache_load_ms),
+        mib(g.native_idle.pss_kib),
+        mib(g.wasm_idle.pss_kib),
+        mib(g.wasm_suspended.pss_kib),
+        g.linear_memory_bytes as f64 / 1_048_576.0,
+        g.snapshot_bytes as f64 / 1_048_576.0,
+        g.resume_mean_ms.map_or("—".into(), |m| format!("mean {m:.1} ms")),
+        g.resumes,
+        latency(&g.latency_native),
+        latency(&g.latency_wasm),
+        latency(&g.latency_suspended),
+    );
+    if let (Some(native), Some(wasm), Some(suspended)) = (g.mixed_native, g.mixed_wasm, g.mixed_suspended) {
+        let _ = write!(
+            md,
+            "| mixed fleet ({}), native processes | {} |\n\
+             | the same in one host, resident | {} ({:.1} %) |\n\
+             | the same in one host, suspended | {} ({:.1} %) |\n",
+            g.mixed_kinds.join(", "),
+            mib(native.pss_kib),
+            mib(wasm.pss_kib),
+            wasm.pss_kib as f64 * 100.0 / native.pss_kib.max(1) as f64,
+            mib(suspended.pss_kib),
+            suspended.pss_kib as f64 * 100.0 / native.pss_kib.max(1) as f64,
+        );
+    }
+    (md, goals)
+}

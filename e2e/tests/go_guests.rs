@@ -1,0 +1,271 @@
+//! Go guests (ABI 1.4 reactor modules built with the standard Go toolchain, kube-wasm-go):
+//! the client-go informer + workqueue controller `examples/go-configmap-mirror` run natively
+//! and in the host side by side, reaching the same cluster state; the same module pulled from
+//! the test registry by a WasmController, suspended to disk while idle and resumed by the next
+//! event (the host's metrics); and hostile Go guests (a goroutine that never yields, a
+//! deadlock, a blocked syscall, `signal.NotifyContext` unported) ended and restarted alone
+//! while the Go mirror beside them keeps mirroring.
+
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
+use kube_wasm_e2e::metrics::{free_local_addr, scrape};
+use kube_wasm_e2e::objects::{config_map, mirrored};
+use kube_wasm_e2e::side_by_side::{SideBySide, Stop};
+use kube_wasm_e2e::wasm_controllers as wc;
+use kube_wasm_e2e::{
+    Program, client, env_path, eventually, fresh_namespace, kubeconfig_for, registry, scratch_dir,
+};
+use serde_json::{Value, json};
+
+/// A Go module is tens of MB of wasm: its first compile (debug host, two busy cores) takes a
+/// while.
+const START: Duration = Duration::from_secs(240);
+const WAIT: Duration = Duration::from_secs(60);
+const MODULE: &str = "go-configmap-mirror";
+const LABEL: (&str, &str) = ("kube-wasm.dev/mirror", "true");
+
+/// `metric{module="name"}`, 0 if absent.
+fn value(text: &str, metric: &str, module: &str) -> f64 {
+    let prefix = format!("{metric}{{module=\"{module}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0.0, |v| v.trim().parse().unwrap_or(0.0))
+}
+
+fn is_suspended(text: &str, module: &str) -> bool {
+    text.lines().any(|l| {
+        l == format!("kube_wasm_module_state{{module=\"{module}\",state=\"suspended\"}} 1")
+    })
+}
+
+async fn mirror_holds(secrets: &Api<Secret>, name: &str, key: &str, want: &str) {
+    let what = format!("Secret {name} holding {key}={want}");
+    eventually(WAIT, &what, || async {
+        let secret = secrets.get_opt(name).await.ok()??;
+        let data = secret.data?;
+        (data.get(key).map(|v| v.0.as_slice()) == Some(want.as_bytes())).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
+    let client = client().await;
+    let mut runs = SideBySide::wasm_and_native(&client, "go-mirror").await;
+    runs.each(async |side| {
+        side.create(&config_map("before", &[LABEL], &[("greeting", "hello")]))
+            .await;
+        side.create(&config_map("plain", &[], &[("ignored", "yes")]))
+            .await;
+    })
+    .await;
+    runs.start(MODULE, &[], "watching ConfigMaps", START);
+    runs.each(async |side| mirror_holds(&side.api(), "before", "greeting", "hello").await)
+        .await;
+
+    // Created, updated and deleted while watching.
+    runs.each(async |side| {
+        side.create(&config_map("during", &[LABEL], &[("a", "1")]))
+            .await
+    })
+    .await;
+    runs.each(async |side| mirror_holds(&side.api(), "during", "a", "1").await)
+        .await;
+    let patch = json!({ "data": { "a": "2", "b": "3" } });
+    runs.each(async |side| side.merge_patch::<ConfigMap>("during", patch.clone()).await)
+        .await;
+    runs.each(async |side| mirror_holds(&side.api(), "during", "b", "3").await)
+        .await;
+    runs.each(async |side| side.delete::<ConfigMap>("before").await)
+        .await;
+    runs.each(async |side| {
+        let what = format!("{}: Secret before deleted", side.label);
+        eventually(WAIT, &what, || async {
+            side.gone::<Secret>("before").await
+        })
+        .await;
+    })
+    .await;
+
+    runs.assert_same_state(
+        &[
+            ApiResource::erase::<ConfigMap>(&()),
+            ApiResource::erase::<Secret>(&()),
+        ],
+        &[
+            "ConfigMap/during",
+            "ConfigMap/kube-root-ca.crt",
+            "ConfigMap/plain",
+            "Secret/during",
+        ],
+    )
+    .await;
+    // SIGTERM to the native process, the host's stop request to the module: both leave
+    // through kubewasm.NotifyContext's context.
+    runs.stop(Stop::Term, "stop requested, exiting", WAIT);
+}
+
+fn start_operator(dir: &std::path::Path, namespace: &str, metrics: &str) -> Program {
+    let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
+    command
+        .args(["run", "--controllers", "--stop-timeout", "5"])
+        .args(["--host-name", "e2e-go-host"])
+        .args(["--insecure-registry", &registry::address()])
+        .args(["--metrics-addr", metrics])
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .arg("--kubeconfig")
+        .arg(env_path("KUBECONFIG"))
+        .args(["--namespace", namespace]);
+    Program::spawn(command, "host-shim")
+}
+
+#[tokio::test]
+async fn a_go_wasm_controller_from_the_registry_is_suspended_while_idle_and_resumed_by_an_event()
+{
+    let client = client().await;
+    wc::install_crd();
+    let pid = std::process::id();
+    let repository = format!("e2e/go-mirror-{pid}");
+    registry::push(MODULE, &repository, "v1", &[]);
+    let ns = fresh_namespace(&client, "go-wc").await;
+    let dir = scratch_dir().join(format!("go-wasm-controller-{pid}"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let metrics = free_local_addr().expect("a free port").to_string();
+    let mut host = start_operator(&dir, &ns, &metrics);
+
+    let mut resource = wc::resource(
+        "go-mirror",
+        &format!("{}/{repository}:v1", registry::address()),
+    );
+    resource.data["spec"]["suspend"] = json!({"idleAfter": "2s"});
+    let controllers = wc::api(&client, &ns);
+    controllers
+        .create(&PostParams::default(), &resource)
+        .await
+        .expect("created");
+    let status: Value = eventually(START, "the Go WasmController Running", || async {
+        let object: DynamicObject = controllers.get("go-mirror").await.ok()?;
+        let status = object.data.get("status")?.clone();
+        (status["phase"] == "Running" || status["phase"] == "Suspended").then_some(status)
+    })
+    .await;
+    assert!(
+        status["digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("sha256:")),
+        "{status}"
+    );
+
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    cms.create(&PostParams::default(), &mirrored("first"))
+        .await
+        .expect("create");
+    eventually(WAIT, "the Go module mirrors", || async {
+        secrets.get_opt("first").await.ok().flatten()
+    })
+    .await;
+
+    // The host names a WasmController's module `<namespace>.<name>`.
+    let module = format!("{ns}.go-mirror");
+    eventually(WAIT, "the Go module suspended to disk", || async {
+        is_suspended(&scrape(&metrics), &module).then_some(())
+    })
+    .await;
+    let before = scrape(&metrics);
+    let resumes_before = value(&before, "kube_wasm_module_resumes_total", &module);
+    let suspends = value(&before, "kube_wasm_module_suspends_total", &module);
+    assert!(suspends >= 1.0, "suspended at least once: {suspends}");
+
+    // An event while it is suspended resumes it, and it reconciles.
+    cms.create(&PostParams::default(), &mirrored("second"))
+        .await
+        .expect("create");
+    eventually(WAIT, "the resumed Go module mirrors", || async {
+        secrets.get_opt("second").await.ok().flatten()
+    })
+    .await;
+    let after = scrape(&metrics);
+    assert!(
+        value(&after, "kube_wasm_module_resumes_total", &module) > resumes_before,
+        "the event resumed the module"
+    );
+    // And it is suspended again once idle.
+    eventually(WAIT, "the Go module suspended again", || async {
+        is_suspended(&scrape(&metrics), &module).then_some(())
+    })
+    .await;
+    assert_eq!(
+        value(&scrape(&metrics), "kube_wasm_module_restarts_total", &module),
+        0.0,
+        "never restarted"
+    );
+    host.terminate(WAIT).expect("the host stops");
+}
+
+#[tokio::test]
+async fn hostile_go_guests_are_ended_and_restarted_alone() {
+    let client = client().await;
+    let ns = fresh_namespace(&client, "go-hostile").await;
+    let dir = scratch_dir().join(format!("go-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let modes = ["spin", "deadlock", "syscall", "signal"];
+    let mut entries: Vec<Entry> = modes
+        .iter()
+        .map(|mode| {
+            Entry::new(&format!("hostile-{mode}"), "go-hostile")
+                .namespace(&ns)
+                .env("HOSTILE_MODE", mode)
+        })
+        .collect();
+    entries.push(Entry::new("mirror", MODULE).namespace(&ns));
+    let manifest = write_manifest(&dir, "host.yaml", "entryDeadline: 2s", &entries);
+    let kubeconfig = kubeconfig_for(&ns, &dir);
+    let metrics = free_local_addr().expect("a free port").to_string();
+    let mut host = start_manifest_with(&kubeconfig, &manifest, &["--metrics-addr", &metrics]);
+    host.stdout
+        .wait_for("[mirror] configmap-mirror: watching ConfigMaps", START)
+        .expect("the Go mirror started");
+
+    // Each hostile module is ended for what it does, and restarted by its policy.
+    for (mode, reason) in [
+        ("spin", "ran for more than"),
+        ("deadlock", "is deadlocked"),
+        ("syscall", "ran for more than"),
+        ("signal", "ran for more than"),
+    ] {
+        let module = format!("hostile-{mode}");
+        let what = format!("{module} ended ({reason}) and restarted");
+        eventually(START, &what, || async {
+            let ended = host
+                .stderr
+                .snapshot()
+                .iter()
+                .any(|l| l.contains(&format!("module `{module}`")) && l.contains(reason));
+            let restarts = value(&scrape(&metrics), "kube_wasm_module_restarts_total", &module);
+            (ended && restarts >= 1.0).then_some(())
+        })
+        .await;
+    }
+
+    // Meanwhile the Go mirror beside them mirrors promptly, and was never restarted.
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    cms.create(&PostParams::default(), &mirrored("neighbour"))
+        .await
+        .expect("create");
+    eventually(WAIT, "the Go mirror mirrors beside hostile modules", || async {
+        secrets.get_opt("neighbour").await.ok().flatten()
+    })
+    .await;
+    assert_eq!(
+        value(&scrape(&metrics), "kube_wasm_module_restarts_total", "mirror"),
+        0.0
+    );
+    host.terminate(WAIT).expect("the host stops");
+}

@@ -1,0 +1,488 @@
+//! Reactor modules' idle polls (ABI 1.4; SPEC.md, "Reactor modules and idle polls"): the two
+//! WASI functions that know the idle descriptor, defined over wasmtime-wasi's.
+//!
+//! A Go guest's runtime waits in `poll_oneoff` when no goroutine can run; its SDK keeps the
+//! export's own goroutine waiting to read the idle descriptor ([`IDLE_FD`]) in that wait. This
+//! host answers such an **idle poll** at once with the descriptor readable, so the export
+//! returns, and records the poll's earliest clock as the guest's next timer ([`IdleState`]),
+//! which the module loop turns into a wake op (see [`crate::runtime::module`]).
+//!
+//! - `poll_oneoff` is this host's for polls made only of the idle descriptor and relative
+//!   clocks: an idle poll is answered at once; a poll of clocks alone sleeps until the
+//!   earliest, but never past the entry's deadline (a guest blocked in a syscall is ended, as
+//!   one looping is). Any other poll goes to wasmtime-wasi's `poll_oneoff` unchanged.
+//! - `fd_fdstat_get` answers for the idle descriptor (filetype `unknown`, `nonblock`, the
+//!   rights to read and poll), and goes to wasmtime-wasi's for every other descriptor.
+//!
+//! Every other WASI function is wasmtime-wasi's, which answers `badf` for the idle
+//! descriptor. Nothing here panics or keeps guest memory beyond a call, whatever the guest
+//! passes: a bad pointer is answered with `fault`, too many subscriptions with wasmtime-wasi's
+//! own answer, and what one call copies out of the guest is bounded.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube_wasm_abi::IDLE_FD;
+use wasmtime::{Caller, Extern, Func, Linker, Memory};
+
+use crate::runtime::abi::memory::{MEMORY_EXPORT, guest_range};
+use crate::runtime::module::EntryDeadlineExceeded;
+use crate::runtime::state::HostState;
+
+/// WASI preview 1's import module.
+const WASI: &str = "wasi_snapshot_preview1";
+
+/// The most subscriptions one poll this host answers itself may have (Go's network poller
+/// has one clock and one per armed descriptor); a larger poll goes to wasmtime-wasi.
+const MAX_SUBSCRIPTIONS: u32 = 64;
+
+/// Sizes and offsets of WASI preview 1's `subscription`, `event` and `fdstat`.
+const SUBSCRIPTION_SIZE: usize = 48;
+const EVENT_SIZE: usize = 32;
+const FDSTAT_SIZE: usize = 24;
+
+/// `eventtype`.
+const EVENTTYPE_CLOCK: u8 = 0;
+const EVENTTYPE_FD_READ: u8 = 1;
+const EVENTTYPE_FD_WRITE: u8 = 2;
+
+/// `subclockflags::subscription_clock_abstime`.
+const CLOCK_ABSTIME: u16 = 1;
+
+/// `errno`s.
+const ERRNO_SUCCESS: i32 = 0;
+const ERRNO_FAULT: i32 = 21;
+const ERRNO_INVAL: i32 = 28;
+
+/// `fdflags::nonblock`.
+const FDFLAGS_NONBLOCK: u16 = 1 << 2;
+/// `rights::fd_read | rights::poll_fd_readwrite`.
+const IDLE_RIGHTS: u64 = (1 << 1) | (1 << 27);
+
+/// What one module's idle polls told, and the wasmtime-wasi function its calls for other
+/// descriptors go to (made once per `Store`).
+#[derive(Debug, Default)]
+pub struct IdleState {
+    /// When the current entry began (its deadline counts from here).
+    entry_started: Option<Instant>,
+    /// `Some(next)` once the current entry made an idle poll: the next timer its last one
+    /// named (`None`: no timer).
+    polled: Option<Option<tokio::time::Instant>>,
+    /// wasmtime-wasi's `fd_fdstat_get` and `poll_oneoff`, as functions of the current store.
+    forward: Option<Forward>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Forward {
+    fdstat_get: Func,
+    poll_oneoff: Func,
+}
+
+impl IdleState {
+    /// Starts an entry: no idle poll yet.
+    pub fn begin_entry(&mut self) {
+        self.entry_started = Some(Instant::now());
+        self.polled = None;
+    }
+
+    /// Forgets the functions of the previous store: a new `Store` holds the host state now
+    /// (a start, a resume).
+    pub fn new_store(&mut self) {
+        self.forward = None;
+    }
+
+    /// What the entry's idle polls told, once: `Some(next_timer)` if it made one (the last
+    /// one's earliest clock, or `None` for no timer), `None` if it made none.
+    pub fn take_polled(&mut self) -> Option<Option<tokio::time::Instant>> {
+        self.polled.take()
+    }
+}
+
+/// Defines `poll_oneoff` and `fd_fdstat_get` over the WASI functions already in `linker`
+/// (wasmtime-wasi's, which `wasi_only` holds too: they are called for what these do not
+/// answer themselves).
+///
+/// # Errors
+/// If a definition fails.
+pub fn add_to_linker(
+    linker: &mut Linker<HostState>,
+    wasi_only: Linker<HostState>,
+) -> wasmtime::Result<()> {
+    let wasi_only = Arc::new(wasi_only);
+    linker.allow_shadowing(true);
+    let originals = wasi_only.clone();
+    linker.func_wrap_async(
+        WASI,
+        "fd_fdstat_get",
+        move |mut caller: Caller<'_, HostState>, (fd, buf): (i32, i32)| {
+            let originals = originals.clone();
+            Box::new(async move {
+                if fd as u32 != IDLE_FD {
+                    let forward = forward(&mut caller, &originals)?;
+                    return forward
+                        .fdstat_get
+                        .typed::<(i32, i32), i32>(&caller)?
+                        .call_async(&mut caller, (fd, buf))
+                        .await;
+                }
+                let mut fdstat = [0u8; FDSTAT_SIZE];
+                // filetype `unknown` (0) at 0, flags at 2, base rights at 8, inheriting at 16.
+                fdstat[2..4].copy_from_slice(&FDFLAGS_NONBLOCK.to_le_bytes());
+                fdstat[8..16].copy_from_slice(&IDLE_RIGHTS.to_le_bytes());
+                Ok(match write(&mut caller, buf, &fdstat) {
+                    Ok(()) => ERRNO_SUCCESS,
+                    Err(errno) => errno,
+                })
+            })
+        },
+    )?;
+    let originals = wasi_only;
+    linker.func_wrap_async(
+        WASI,
+        "poll_oneoff",
+        move |mut caller: Caller<'_, HostState>,
+              (subs, events, count, nevents): (i32, i32, i32, i32)| {
+            let originals = originals.clone();
+            Box::new(async move {
+                let call = PollCall {
+                    subs,
+                    events,
+                    count,
+                    nevents,
+                };
+                match poll(&mut caller, call).await? {
+                    Some(errno) => Ok(errno),
+                    None => {
+                        let forward = forward(&mut caller, &originals)?;
+                        forward
+                            .poll_oneoff
+                            .typed::<(i32, i32, i32, i32), i32>(&caller)?
+                            .call_async(&mut caller, (subs, events, count, nevents))
+                            .await
+                    }
+                }
+            })
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// wasmtime-wasi's functions in the caller's store, made at the first call of the store.
+fn forward(
+    caller: &mut Caller<'_, HostState>,
+    originals: &Linker<HostState>,
+) -> wasmtime::Result<Forward> {
+    if let Some(forward) = caller.data().idle.forward {
+        return Ok(forward);
+    }
+    let mut get = |name: &str| match originals.get(&mut *caller, WASI, name) {
+        Some(Extern::Func(func)) => Ok(func),
+        _ => Err(wasmtime::Error::msg(format!(
+            "the host has no WASI function `{name}`"
+        ))),
+    };
+    let forward = Forward {
+        fdstat_get: get("fd_fdstat_get")?,
+        poll_oneoff: get("poll_oneoff")?,
+    };
+    caller.data_mut().idle.forward = Some(forward);
+    Ok(forward)
+}
+
+/// The arguments of one `poll_oneoff` call.
+#[derive(Debug, Clone, Copy)]
+struct PollCall {
+    subs: i32,
+    events: i32,
+    count: i32,
+    nevents: i32,
+}
+
+/// One subscription, as far as this host answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sub {
+    /// A clock with a relative timeout.
+    Clock { userdata: u64, timeout: Duration },
+    /// Reading the idle descriptor.
+    IdleRead { userdata: u64 },
+    /// Writing the idle descriptor: never ready.
+    IdleWrite,
+}
+
+/// Reads the subscriptions in `bytes` (whole ones only): `None` if any is one this host
+/// leaves to wasmtime-wasi (another descriptor, an absolute clock, an unknown type).
+fn subscriptions(bytes: &[u8]) -> Option<Vec<Sub>> {
+    let mut subs = Vec::with_capacity(bytes.len() / SUBSCRIPTION_SIZE);
+    for raw in bytes.chunks_exact(SUBSCRIPTION_SIZE) {
+        let userdata = u64_at(raw, 0);
+        let sub = match raw[8] {
+            EVENTTYPE_CLOCK => {
+                let flags = u16::from_le_bytes([raw[40], raw[41]]);
+                if flags & CLOCK_ABSTIME != 0 {
+                    return None;
+                }
+                Sub::Clock {
+                    userdata,
+                    timeout: Duration::from_nanos(u64_at(raw, 24)),
+                }
+            }
+            EVENTTYPE_FD_READ | EVENTTYPE_FD_WRITE => {
+                let fd = u32::from_le_bytes([raw[16], raw[17], raw[18], raw[19]]);
+                if fd != IDLE_FD {
+                    return None;
+                }
+                if raw[8] == EVENTTYPE_FD_READ {
+                    Sub::IdleRead { userdata }
+                } else {
+                    Sub::IdleWrite
+                }
+            }
+            _ => return None,
+        };
+        subs.push(sub);
+    }
+    Some(subs)
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// An event to write: its userdata and type (no error, no bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Event {
+    userdata: u64,
+    kind: u8,
+}
+
+/// What a poll of `subs` (all this host's to answer) comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Answer {
+    /// These events at once.
+    Now(Vec<Event>),
+    /// An idle poll: the idle descriptor's read event at once; `next` is the earliest clock.
+    Idle { event: Event, next: Option<Duration> },
+    /// Sleep this long, then the events of the clocks due by then.
+    Sleep(Duration),
+    /// Nothing can ever complete it (only writes of the idle descriptor).
+    Never,
+}
+
+/// How this host answers a poll of `subs` (see SPEC.md's table).
+fn answer(subs: &[Sub]) -> Answer {
+    let clocks = || {
+        subs.iter().filter_map(|sub| match *sub {
+            Sub::Clock { userdata, timeout } => Some((userdata, timeout)),
+            _ => None,
+        })
+    };
+    let expired: Vec<Event> = clocks()
+        .filter(|(_, timeout)| timeout.is_zero())
+        .map(|(userdata, _)| Event {
+            userdata,
+            kind: EVENTTYPE_CLOCK,
+        })
+        .collect();
+    if !expired.is_empty() {
+        return Answer::Now(expired);
+    }
+    let earliest = clocks().map(|(_, timeout)| timeout).min();
+    let idle_read = subs.iter().find_map(|sub| match *sub {
+        Sub::IdleRead { userdata } => Some(userdata),
+        _ => None,
+    });
+    match (idle_read, earliest) {
+        (Some(userdata), next) => Answer::Idle {
+            event: Event {
+                userdata,
+                kind: EVENTTYPE_FD_READ,
+            },
+            next,
+        },
+        (None, Some(earliest)) => Answer::Sleep(earliest),
+        (None, None) => Answer::Never,
+    }
+}
+
+/// Answers `call` if it is this host's to answer: `Ok(Some(errno))`; `Ok(None)`: leave it to
+/// wasmtime-wasi.
+///
+/// # Errors
+/// [`EntryDeadlineExceeded`] if the poll would block past the entry's deadline (or for
+/// ever): it traps the guest, and the module is ended as one running past its deadline.
+async fn poll(
+    caller: &mut Caller<'_, HostState>,
+    call: PollCall,
+) -> wasmtime::Result<Option<i32>> {
+    let count = call.count as u32;
+    if count == 0 {
+        return Ok(Some(ERRNO_INVAL));
+    }
+    if count > MAX_SUBSCRIPTIONS {
+        return Ok(None);
+    }
+    let Some(memory) = memory(caller) else {
+        return Ok(Some(ERRNO_FAULT));
+    };
+    let len = count as usize * SUBSCRIPTION_SIZE;
+    let bytes = {
+        let data = memory.data(&*caller);
+        match guest_range(call.subs, len as i32, data.len()) {
+            Ok(range) => data[range].to_vec(),
+            Err(_) => return Ok(Some(ERRNO_FAULT)),
+        }
+    };
+    let Some(subs) = subscriptions(&bytes) else {
+        return Ok(None);
+    };
+    let events = match answer(&subs) {
+        Answer::Now(events) => events,
+        Answer::Idle { event, next } => {
+            let next = next.and_then(|after| tokio::time::Instant::now().checked_add(after));
+            caller.data_mut().idle.polled = Some(next);
+            vec![event]
+        }
+        Answer::Sleep(earliest) => {
+            let (spent, deadline) = {
+                let state = caller.data();
+                let spent = state
+                    .idle
+                    .entry_started
+                    .map_or(Duration::ZERO, |started| started.elapsed());
+                (spent, state.entry_deadline)
+            };
+            if spent.saturating_add(earliest) > deadline {
+                return Err(wasmtime::Error::new(EntryDeadlineExceeded));
+            }
+            tokio::time::sleep(earliest).await;
+            subs.iter()
+                .filter_map(|sub| match *sub {
+                    Sub::Clock { userdata, timeout } if timeout <= earliest => Some(Event {
+                        userdata,
+                        kind: EVENTTYPE_CLOCK,
+                    }),
+                    _ => None,
+                })
+                .collect()
+        }
+        Answer::Never => return Err(wasmtime::Error::new(EntryDeadlineExceeded)),
+    };
+    let mut out = vec![0u8; events.len() * EVENT_SIZE];
+    for (event, raw) in events.iter().zip(out.chunks_exact_mut(EVENT_SIZE)) {
+        raw[0..8].copy_from_slice(&event.userdata.to_le_bytes());
+        raw[10] = event.kind;
+    }
+    let written = write(caller, call.events, &out)
+        .and_then(|()| write(caller, call.nevents, &(events.len() as u32).to_le_bytes()));
+    Ok(Some(match written {
+        Ok(()) => ERRNO_SUCCESS,
+        Err(errno) => errno,
+    }))
+}
+
+fn memory(caller: &mut Caller<'_, HostState>) -> Option<Memory> {
+    match caller.get_export(MEMORY_EXPORT) {
+        Some(Extern::Memory(memory)) => Some(memory),
+        _ => None,
+    }
+}
+
+/// Writes `bytes` at `ptr` in the caller's memory; `Err(fault)` if they do not fit.
+fn write(caller: &mut Caller<'_, HostState>, ptr: i32, bytes: &[u8]) -> Result<(), i32> {
+    let memory = memory(caller).ok_or(ERRNO_FAULT)?;
+    let data = memory.data_mut(&mut *caller);
+    let len = i32::try_from(bytes.len()).map_err(|_| ERRNO_FAULT)?;
+    let range = guest_range(ptr, len, data.len()).map_err(|_| ERRNO_FAULT)?;
+    data[range].copy_from_slice(bytes);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sub(kind: u8, userdata: u64, fd: u32, timeout: u64, flags: u16) -> [u8; 48] {
+        let mut raw = [0u8; 48];
+        raw[0..8].copy_from_slice(&userdata.to_le_bytes());
+        raw[8] = kind;
+        if kind == EVENTTYPE_CLOCK {
+            raw[16..20].copy_from_slice(&1u32.to_le_bytes());
+            raw[24..32].copy_from_slice(&timeout.to_le_bytes());
+            raw[40..42].copy_from_slice(&flags.to_le_bytes());
+        } else {
+            raw[16..20].copy_from_slice(&fd.to_le_bytes());
+        }
+        raw
+    }
+
+    fn read(subs: &[[u8; 48]]) -> Option<Vec<Sub>> {
+        subscriptions(&subs.concat())
+    }
+
+    #[test]
+    fn an_idle_poll_is_answered_at_once_with_its_earliest_clock_as_the_next_timer() {
+        // Go's netpoll(delay): the clock first, then the idle descriptor.
+        let subs = read(&[
+            sub(EVENTTYPE_CLOCK, 0, 0, 10_000_000_000, 0),
+            sub(EVENTTYPE_FD_READ, 77, IDLE_FD, 0, 0),
+        ])
+        .expect("ours");
+        assert_eq!(
+            answer(&subs),
+            Answer::Idle {
+                event: Event {
+                    userdata: 77,
+                    kind: EVENTTYPE_FD_READ
+                },
+                next: Some(Duration::from_secs(10)),
+            }
+        );
+        // netpoll(-1): no clock, no timer.
+        let subs = read(&[sub(EVENTTYPE_FD_READ, 5, IDLE_FD, 0, 0)]).expect("ours");
+        assert!(matches!(answer(&subs), Answer::Idle { next: None, .. }));
+    }
+
+    #[test]
+    fn a_non_blocking_check_is_answered_with_its_clock() {
+        // netpoll(0): a clock of timeout 0 and the idle descriptor.
+        let subs = read(&[
+            sub(EVENTTYPE_CLOCK, 0, 0, 0, 0),
+            sub(EVENTTYPE_FD_READ, 77, IDLE_FD, 0, 0),
+        ])
+        .expect("ours");
+        assert_eq!(
+            answer(&subs),
+            Answer::Now(vec![Event {
+                userdata: 0,
+                kind: EVENTTYPE_CLOCK
+            }])
+        );
+    }
+
+    #[test]
+    fn clocks_alone_sleep_and_writes_of_the_idle_descriptor_never_complete() {
+        let subs = read(&[
+            sub(EVENTTYPE_CLOCK, 1, 0, 3_000, 0),
+            sub(EVENTTYPE_CLOCK, 2, 0, 2_000, 0),
+        ])
+        .expect("ours");
+        assert_eq!(answer(&subs), Answer::Sleep(Duration::from_micros(2)));
+        let subs = read(&[sub(EVENTTYPE_FD_WRITE, 1, IDLE_FD, 0, 0)]).expect("ours");
+        assert_eq!(answer(&subs), Answer::Never);
+    }
+
+    #[test]
+    fn other_descriptors_absolute_clocks_and_unknown_types_go_to_wasi() {
+        assert_eq!(read(&[sub(EVENTTYPE_FD_READ, 1, 0, 0, 0)]), None);
+        assert_eq!(read(&[sub(EVENTTYPE_FD_WRITE, 1, 1, 0, 0)]), None);
+        assert_eq!(
+            read(&[sub(EVENTTYPE_CLOCK, 1, 0, 5, CLOCK_ABSTIME)]),
+            None
+        );
+        assert_eq!(read(&[sub(9, 1, 0, 0, 0)]), None);
+        assert_eq!(read(&[]), Some(Vec::new()));
+    }
+}
