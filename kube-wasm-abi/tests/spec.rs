@@ -650,8 +650,8 @@ fn the_idle_descriptor_is_the_crates() {
     let reactors = section("Reactor modules and idle polls (ABI 1.4)");
     let text = reactors.lines.join(" ");
     let decimal = format!("`{IDLE_FD}`");
-    let hex = format!("`{:#x}`", IDLE_FD);
-    let hex = format!("{}_{}", &hex[..hex.len() - 4], &hex[hex.len() - 4..]);
+    let hex = format!("{IDLE_FD:#x}");
+    let hex = format!("`{}_{}`", &hex[..hex.len() - 4], &hex[hex.len() - 4..]);
     assert!(
         text.contains(&decimal) && text.contains(&hex),
         "the section names IDLE_FD as {decimal} and {hex}"
