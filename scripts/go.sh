@@ -16,7 +16,7 @@ step() { printf '\n==> [go %d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
 export GOCACHE="${GOCACHE_KUBE_WASM:-$HOME/.cache/kube-wasm/go-build}"
 export GOMODCACHE="${GOMODCACHE_KUBE_WASM:-$HOME/.cache/kube-wasm/go-mod}"
-modules=(kube-wasm-go examples/go-configmap-mirror e2e/go-guests)
+modules=(kube-wasm-go examples/go-configmap-mirror examples/go-controller-runtime e2e/go-guests)
 native_out="$PWD/target/debug"
 wasm_out="$PWD/target/wasm32-wasip1/debug"
 mkdir -p "$native_out" "$wasm_out"
@@ -42,6 +42,11 @@ step "build the Go programs: natively, and as reactor modules for wasip1"
   cd examples/go-configmap-mirror
   go build -o "$native_out/go-configmap-mirror" .
   GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$wasm_out/go-configmap-mirror.wasm" .
+)
+(
+  cd examples/go-controller-runtime
+  go build -o "$native_out/go-controller-runtime" .
+  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$wasm_out/go-controller-runtime.wasm" .
 )
 (
   cd e2e/go-guests

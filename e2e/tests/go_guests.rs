@@ -1,6 +1,7 @@
 //! Go guests (ABI 1.4 reactor modules built with the standard Go toolchain, kube-wasm-go):
-//! the client-go informer + workqueue controller `examples/go-configmap-mirror` run natively
-//! and in the host side by side, reaching the same cluster state; the same module pulled from
+//! the client-go informer + workqueue controller `examples/go-configmap-mirror`, and the
+//! controller-runtime Reconciler `examples/go-controller-runtime`, each run natively and in
+//! the host side by side, reaching the same cluster state; the same module pulled from
 //! the test registry by a WasmController, suspended to disk while idle and resumed by the next
 //! event (the host's metrics); and hostile Go guests (a goroutine that never yields, a
 //! deadlock, a blocked syscall, `signal.NotifyContext` unported) ended and restarted alone
@@ -106,6 +107,46 @@ async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
     .await;
     // SIGTERM to the native process, the host's stop request to the module: both leave
     // through kubewasm.NotifyContext's context.
+    runs.stop(Stop::Term, "stop requested, exiting", WAIT);
+}
+
+#[tokio::test]
+async fn go_controller_runtime_wasm_and_native_reach_the_same_state() {
+    let client = client().await;
+    let mut runs = SideBySide::wasm_and_native(&client, "go-ctrl-rt").await;
+    runs.each(async |side| {
+        side.create(&config_map("before", &[LABEL], &[("greeting", "hello")]))
+            .await;
+    })
+    .await;
+    runs.start("go-controller-runtime", &[], "watching ConfigMaps", START);
+    runs.each(async |side| mirror_holds(&side.api(), "before", "greeting", "hello").await)
+        .await;
+    runs.each(async |side| {
+        side.create(&config_map("during", &[LABEL], &[("a", "1")]))
+            .await
+    })
+    .await;
+    runs.each(async |side| mirror_holds(&side.api(), "during", "a", "1").await)
+        .await;
+    runs.each(async |side| side.delete::<ConfigMap>("before").await)
+        .await;
+    runs.each(async |side| {
+        let what = format!("{}: Secret before deleted", side.label);
+        eventually(WAIT, &what, || async {
+            side.gone::<Secret>("before").await
+        })
+        .await;
+    })
+    .await;
+    runs.assert_same_state(
+        &[
+            ApiResource::erase::<ConfigMap>(&()),
+            ApiResource::erase::<Secret>(&()),
+        ],
+        &["ConfigMap/during", "ConfigMap/kube-root-ca.crt", "Secret/during"],
+    )
+    .await;
     runs.stop(Stop::Term, "stop requested, exiting", WAIT);
 }
 
