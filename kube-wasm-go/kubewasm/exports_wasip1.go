@@ -68,6 +68,14 @@ func exportStart() {
 	// the module every 5 s for nothing, since in a module klog writes straight to stderr (the
 	// host's log) and buffers nothing.
 	klog.StopFlushDaemon()
+	// client-go's informers list by a streaming watch (sendInitialEvents) since 1.35; the
+	// host shares watches, and lists at resourceVersion 0, between modules, not streaming
+	// lists (which it sends upstream one by one). A module lists and watches as client-go
+	// did before, so that its informers share the host's watches, unless its environment
+	// says otherwise (client-go reads KUBE_FEATURE_* once, at first use).
+	if _, set := os.LookupEnv(watchListGate); !set {
+		_ = os.Setenv(watchListGate, "false")
+	}
 	go func() {
 		mainMain()
 		// As natively: when main returns, the program exits, whatever else runs.
@@ -78,6 +86,9 @@ func exportStart() {
 
 //go:wasmexport kube_wasm_wake
 func exportWake() { waitIdle() }
+
+// watchListGate is the environment variable of client-go's WatchListClient feature gate.
+const watchListGate = "KUBE_FEATURE_WatchListClient"
 
 // idle is the idle descriptor (SPEC.md, "Reactor modules and idle polls"), registered with
 // the runtime's network poller: the host reports it readable when the poller waits while
