@@ -265,7 +265,7 @@ async fn hostile_go_guests_are_ended_and_restarted_alone() {
         })
         .collect();
     entries.push(Entry::new("mirror", MODULE).namespace(&ns));
-    let manifest = write_manifest(&dir, "host.yaml", "entryDeadline: 2s", &entries);
+    let manifest = write_manifest(&dir, "host.yaml", "entryDeadline: 5s", &entries);
     let kubeconfig = kubeconfig_for(&ns, &dir);
     let metrics = free_local_addr().expect("a free port").to_string();
     let mut host = start_manifest_with(&kubeconfig, &manifest, &["--metrics-addr", &metrics]);
