@@ -1,6 +1,6 @@
 //! Reactor modules (ABI 1.4; SPEC.md, "Reactor modules and idle polls"), as a Go guest
-//! behaves, written by hand: `_initialize` then `kube_wasm_start`; the idle descriptor's
-//! `fd_fdstat_get`; a non-blocking check answered with its clock; an idle poll answered at
+//! behaves, written by hand: `_initialize` before any other export, then `kube_wasm_start`;
+//! a non-blocking check answered with its clock; an idle poll answered at
 //! once, its clock the next timer, at which `kube_wasm_wake` is called; a reactor with nothing
 //! to wake it ended as deadlocked; a poll that would outlast the entry's deadline ending the
 //! module; both entries refused.
@@ -24,11 +24,10 @@ fn reactor(init: &str, start: &str, wake: &str, extra_exports: &str) -> Vec<u8> 
   (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
   (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
   (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll_oneoff (param i32 i32 i32 i32) (result i32)))
-  (import "wasi_snapshot_preview1" "fd_fdstat_get" (func $fd_fdstat_get (param i32 i32) (result i32)))
   (memory (export "memory") 1)
-  ;; Lines, 16 bytes apart from 256: 0 init, 1 nonblock, 2 check, 3 idle, 4 woken, 5 bad.
+  ;; Lines, 16 bytes apart from 256: 0 init, 1 versioned, 2 check, 3 idle, 4 woken, 5 bad.
   (data (i32.const 256) "init\n")
-  (data (i32.const 272) "nonblock\n")
+  (data (i32.const 272) "versioned\n")
   (data (i32.const 288) "check\n")
   (data (i32.const 304) "idle\n")
   (data (i32.const 320) "woken\n")
@@ -60,12 +59,16 @@ fn reactor(init: &str, start: &str, wake: &str, extra_exports: &str) -> Vec<u8> 
       (then (call $say (i32.const 5))))
     (if (i32.ne (i32.load (i32.const 3000)) (i32.const 1)) (then (call $say (i32.const 5))))
     (i64.load (i32.const 2048)))
-  (func (export "kube_wasm_abi_version") (result i32) (i32.const 0x00010004))
+  ;; As Go's exports do, every export but `_initialize` traps before `_initialize` ran.
+  (global $initialized (mut i32) (i32.const 0))
+  (func $check (if (i32.eqz (global.get $initialized)) (then unreachable)))
+  (func (export "kube_wasm_abi_version") (result i32)
+    (call $check) (call $say (i32.const 1)) (i32.const 0x00010004))
   (func (export "kube_wasm_alloc") (param i32) (result i32) (i32.const 4096))
   (func (export "kube_wasm_complete") (param i64 i32 i32))
-  (func (export "_initialize") {init})
-  (func (export "kube_wasm_start") {start})
-  (func (export "kube_wasm_wake") {wake})
+  (func (export "_initialize") (global.set $initialized (i32.const 1)) {init})
+  (func (export "kube_wasm_start") (call $check) {start})
+  (func (export "kube_wasm_wake") (call $check) {wake})
   {extra_exports}
 )"#,
         idle = IDLE_FD
@@ -76,10 +79,6 @@ fn reactor(init: &str, start: &str, wake: &str, extra_exports: &str) -> Vec<u8> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reactor_is_woken_at_the_timer_its_idle_poll_names() {
     let start = r#"
-        ;; The idle descriptor is a non-blocking descriptor (fdstat flags at 2).
-        (drop (call $fd_fdstat_get (i32.const 1073741824) (i32.const 512)))
-        (if (i32.eq (i32.load16_u (i32.const 514)) (i32.const 4))
-          (then (call $say (i32.const 1))))
         ;; A clock of 0 with the idle descriptor: a non-blocking check, the clock's event.
         (if (i64.eq (call $poll (i64.const 0) (i32.const 1) (i32.const 1)) (i64.const 1))
           (then (call $say (i32.const 2))))
@@ -93,7 +92,7 @@ async fn a_reactor_is_woken_at_the_timer_its_idle_poll_names() {
     assert_eq!(run.outcome("reactor"), &ModuleOutcome::Exited(0));
     assert_eq!(
         run.lines_of("reactor"),
-        ["init", "nonblock", "check", "idle", "woken"]
+        ["init", "versioned", "check", "idle", "woken"]
     );
 }
 
@@ -111,7 +110,10 @@ async fn a_later_idle_poll_replaces_the_timer() {
     let wasm = reactor("", start, wake, "");
     let run = run_guests(idle_upstream(), &[("ticks", wasm)]).await;
     assert_eq!(run.outcome("ticks"), &ModuleOutcome::Exited(0));
-    assert_eq!(run.lines_of("ticks"), ["woken", "woken", "woken"]);
+    assert_eq!(
+        run.lines_of("ticks"),
+        ["versioned", "woken", "woken", "woken"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,7 +163,7 @@ async fn a_short_sleep_in_poll_is_served() {
     let wasm = reactor("", start, "", "");
     let run = run_guests(idle_upstream(), &[("sleeper", wasm)]).await;
     assert_eq!(run.outcome("sleeper"), &ModuleOutcome::Exited(0));
-    assert_eq!(run.lines_of("sleeper"), ["check"]);
+    assert_eq!(run.lines_of("sleeper"), ["versioned", "check"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,5 @@
 //! the guest's next timer, when it calls [`EXPORT_WAKE`](crate::names::EXPORT_WAKE).
 
 /// The idle descriptor: the WASI file descriptor number a reactor module subscribes to in an
-/// idle poll (`0x4000_0000`). `fd_fdstat_get` on it answers filetype `unknown`, flag
-/// `nonblock` and the rights `fd_read` and `poll_fd_readwrite`; it never holds data.
+/// idle poll (`0x4000_0000`). Only `poll_oneoff` knows it; it never holds data.
 pub const IDLE_FD: u32 = 0x4000_0000;

@@ -141,7 +141,7 @@ pub const EXPORT_COMPLETE: &str = abi_name!(EXPORT_COMPLETE);
 pub const EXPORT_START: &str = abi_name!(EXPORT_START);
 
 /// `_initialize() -> ()` (ABI 1.4): the WASI reactor initialisation of a reactor module
-/// (optional), called once before [`EXPORT_REACTOR_START`] and never again (not at a resume).
+/// (optional), called once, before any other export, and never again (not at a resume).
 pub const EXPORT_INITIALIZE: &str = abi_name!(EXPORT_INITIALIZE);
 
 /// `kube_wasm_start() -> ()` (ABI 1.4): the entry of a reactor module, in place of

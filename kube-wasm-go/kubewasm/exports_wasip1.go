@@ -7,7 +7,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"unsafe"
+	"unsafe" // also for go:linkname
 
 	"k8s.io/klog/v2"
 
@@ -98,8 +98,17 @@ var (
 	idleConn syscall.RawConn
 )
 
+// newPollableFile is the os package's constructor of the files that net hands it for its
+// sockets (os.net_newUnixFile, exported to net under this name): a file registered with the
+// runtime's network poller as a non-blocking descriptor, without a syscall. The idle
+// descriptor is known only to the host's poll_oneoff (os.NewFile would ask fd_fdstat_get
+// whether it is non-blocking, which the host's WASI answers with badf).
+//
+//go:linkname newPollableFile net.newUnixFile
+func newPollableFile(fd int, name string) *os.File
+
 func openIdle() {
-	idleFile = os.NewFile(abi.IdleFD, "kube-wasm-idle")
+	idleFile = newPollableFile(abi.IdleFD, "kube-wasm-idle")
 	conn, err := idleFile.SyscallConn()
 	if err != nil {
 		panic(fmt.Sprintf("kube-wasm: the idle descriptor cannot be polled (%v): does the host speak ABI %d.%d?", err, abi.Major, abi.Minor))

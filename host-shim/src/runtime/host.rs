@@ -170,14 +170,13 @@ impl Host {
         let stacks = ReleasableStacks::default();
         let engine = engine::new_engine(settings.pool, &stacks)
             .map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:?}"))?;
-        let mut wasi = Linker::new(&engine);
-        wasmtime_wasi::p1::add_to_linker_async(&mut wasi, |state: &mut HostState| {
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_async(&mut linker, |state: &mut HostState| {
             &mut state.wasi
         })
         .map_err(|e| anyhow::anyhow!("linking WASI: {e:?}"))?;
-        let mut linker = wasi.clone();
-        crate::runtime::idle::add_to_linker(&mut linker, wasi)
-            .map_err(|e| anyhow::anyhow!("linking the idle descriptor: {e:?}"))?;
+        crate::runtime::idle::add_to_linker(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking the idle polls: {e:?}"))?;
         crate::runtime::abi::add_to_linker(&mut linker)
             .map_err(|e| anyhow::anyhow!("linking the kube-wasm ABI: {e:?}"))?;
         func_refs::import::add_to_linker(&mut linker)

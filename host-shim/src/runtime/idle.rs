@@ -1,5 +1,5 @@
-//! Reactor modules' idle polls (ABI 1.4; SPEC.md, "Reactor modules and idle polls"): the two
-//! WASI functions that know the idle descriptor, defined over wasmtime-wasi's.
+//! Reactor modules' idle polls (ABI 1.4; SPEC.md, "Reactor modules and idle polls"): the
+//! host's WASI `poll_oneoff`, which knows the idle descriptor.
 //!
 //! A Go guest's runtime waits in `poll_oneoff` when no goroutine can run; its SDK keeps the
 //! export's own goroutine waiting to read the idle descriptor ([`IDLE_FD`]) in that wait. This
@@ -7,23 +7,23 @@
 //! returns, and records the poll's earliest clock as the guest's next timer ([`IdleState`]),
 //! which the module loop turns into a wake op (see [`crate::runtime::module`]).
 //!
-//! - `poll_oneoff` is this host's for polls made only of the idle descriptor and relative
-//!   clocks: an idle poll is answered at once; a poll of clocks alone sleeps until the
-//!   earliest, but never past the entry's deadline (a guest blocked in a syscall is ended, as
-//!   one looping is). Any other poll goes to wasmtime-wasi's `poll_oneoff` unchanged.
-//! - `fd_fdstat_get` answers for the idle descriptor (filetype `unknown`, `nonblock`, the
-//!   rights to read and poll), and goes to wasmtime-wasi's for every other descriptor.
+//! `poll_oneoff` is this host's, in place of wasmtime-wasi's, for every module: an idle poll
+//! is answered at once; a poll of relative clocks alone sleeps until the earliest, but never
+//! past the entry's deadline (a guest blocked in a syscall is ended, as one looping is); any
+//! other poll (another descriptor, an absolute clock) is answered `notsup`. (wasmtime-wasi's
+//! function cannot be called from here: a host function called by the host has no caller
+//! memory to read its arguments from.) No guest of this project polls anything else: the Rust
+//! guests never block, and Go's poller only sees the descriptors it can make non-blocking,
+//! which in a module is the idle descriptor alone.
 //!
-//! Every other WASI function is wasmtime-wasi's, which answers `badf` for the idle
-//! descriptor. Nothing here panics or keeps guest memory beyond a call, whatever the guest
-//! passes: a bad pointer is answered with `fault`, too many subscriptions with wasmtime-wasi's
-//! own answer, and what one call copies out of the guest is bounded.
+//! Nothing here panics or keeps guest memory beyond a call, whatever the guest passes: a bad
+//! pointer is answered with `fault`, too many subscriptions with `notsup`, and what one call
+//! copies out of the guest is bounded.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube_wasm_abi::IDLE_FD;
-use wasmtime::{Caller, Extern, Func, Linker, Memory};
+use wasmtime::{Caller, Extern, Linker, Memory};
 
 use crate::runtime::abi::memory::{MEMORY_EXPORT, guest_range};
 use crate::runtime::module::EntryDeadlineExceeded;
@@ -36,10 +36,9 @@ const WASI: &str = "wasi_snapshot_preview1";
 /// has one clock and one per armed descriptor); a larger poll goes to wasmtime-wasi.
 const MAX_SUBSCRIPTIONS: u32 = 64;
 
-/// Sizes and offsets of WASI preview 1's `subscription`, `event` and `fdstat`.
+/// Sizes of WASI preview 1's `subscription` and `event`.
 const SUBSCRIPTION_SIZE: usize = 48;
 const EVENT_SIZE: usize = 32;
-const FDSTAT_SIZE: usize = 24;
 
 /// `eventtype`.
 const EVENTTYPE_CLOCK: u8 = 0;
@@ -53,14 +52,9 @@ const CLOCK_ABSTIME: u16 = 1;
 const ERRNO_SUCCESS: i32 = 0;
 const ERRNO_FAULT: i32 = 21;
 const ERRNO_INVAL: i32 = 28;
+const ERRNO_NOTSUP: i32 = 58;
 
-/// `fdflags::nonblock`.
-const FDFLAGS_NONBLOCK: u16 = 1 << 2;
-/// `rights::fd_read | rights::poll_fd_readwrite`.
-const IDLE_RIGHTS: u64 = (1 << 1) | (1 << 27);
-
-/// What one module's idle polls told, and the wasmtime-wasi function its calls for other
-/// descriptors go to (made once per `Store`).
+/// What one module's idle polls told.
 #[derive(Debug, Default)]
 pub struct IdleState {
     /// When the current entry began (its deadline counts from here).
@@ -68,14 +62,6 @@ pub struct IdleState {
     /// `Some(next)` once the current entry made an idle poll: the next timer its last one
     /// named (`None`: no timer).
     polled: Option<Option<tokio::time::Instant>>,
-    /// wasmtime-wasi's `fd_fdstat_get` and `poll_oneoff`, as functions of the current store.
-    forward: Option<Forward>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Forward {
-    fdstat_get: Func,
-    poll_oneoff: Func,
 }
 
 impl IdleState {
@@ -85,12 +71,6 @@ impl IdleState {
         self.polled = None;
     }
 
-    /// Forgets the functions of the previous store: a new `Store` holds the host state now
-    /// (a start, a resume).
-    pub fn new_store(&mut self) {
-        self.forward = None;
-    }
-
     /// What the entry's idle polls told, once: `Some(next_timer)` if it made one (the last
     /// one's earliest clock, or `None` for no timer), `None` if it made none.
     pub fn take_polled(&mut self) -> Option<Option<tokio::time::Instant>> {
@@ -98,51 +78,16 @@ impl IdleState {
     }
 }
 
-/// Defines `poll_oneoff` and `fd_fdstat_get` over the WASI functions already in `linker`
-/// (wasmtime-wasi's, which `wasi_only` holds too: they are called for what these do not
-/// answer themselves).
+/// Defines `poll_oneoff` in place of wasmtime-wasi's, already in `linker`.
 ///
 /// # Errors
-/// If a definition fails.
-pub fn add_to_linker(
-    linker: &mut Linker<HostState>,
-    wasi_only: Linker<HostState>,
-) -> wasmtime::Result<()> {
-    let wasi_only = Arc::new(wasi_only);
+/// If the definition fails.
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let originals = wasi_only.clone();
-    linker.func_wrap_async(
-        WASI,
-        "fd_fdstat_get",
-        move |mut caller: Caller<'_, HostState>, (fd, buf): (i32, i32)| {
-            let originals = originals.clone();
-            Box::new(async move {
-                if fd as u32 != IDLE_FD {
-                    let forward = forward(&mut caller, &originals)?;
-                    return forward
-                        .fdstat_get
-                        .typed::<(i32, i32), i32>(&caller)?
-                        .call_async(&mut caller, (fd, buf))
-                        .await;
-                }
-                let mut fdstat = [0u8; FDSTAT_SIZE];
-                // filetype `unknown` (0) at 0, flags at 2, base rights at 8, inheriting at 16.
-                fdstat[2..4].copy_from_slice(&FDFLAGS_NONBLOCK.to_le_bytes());
-                fdstat[8..16].copy_from_slice(&IDLE_RIGHTS.to_le_bytes());
-                Ok(match write(&mut caller, buf, &fdstat) {
-                    Ok(()) => ERRNO_SUCCESS,
-                    Err(errno) => errno,
-                })
-            })
-        },
-    )?;
-    let originals = wasi_only;
     linker.func_wrap_async(
         WASI,
         "poll_oneoff",
-        move |mut caller: Caller<'_, HostState>,
-              (subs, events, count, nevents): (i32, i32, i32, i32)| {
-            let originals = originals.clone();
+        |mut caller: Caller<'_, HostState>, (subs, events, count, nevents): (i32, i32, i32, i32)| {
             Box::new(async move {
                 let call = PollCall {
                     subs,
@@ -150,44 +95,12 @@ pub fn add_to_linker(
                     count,
                     nevents,
                 };
-                match poll(&mut caller, call).await? {
-                    Some(errno) => Ok(errno),
-                    None => {
-                        let forward = forward(&mut caller, &originals)?;
-                        forward
-                            .poll_oneoff
-                            .typed::<(i32, i32, i32, i32), i32>(&caller)?
-                            .call_async(&mut caller, (subs, events, count, nevents))
-                            .await
-                    }
-                }
+                poll(&mut caller, call).await
             })
         },
     )?;
     linker.allow_shadowing(false);
     Ok(())
-}
-
-/// wasmtime-wasi's functions in the caller's store, made at the first call of the store.
-fn forward(
-    caller: &mut Caller<'_, HostState>,
-    originals: &Linker<HostState>,
-) -> wasmtime::Result<Forward> {
-    if let Some(forward) = caller.data().idle.forward {
-        return Ok(forward);
-    }
-    let mut get = |name: &str| match originals.get(&mut *caller, WASI, name) {
-        Some(Extern::Func(func)) => Ok(func),
-        _ => Err(wasmtime::Error::msg(format!(
-            "the host has no WASI function `{name}`"
-        ))),
-    };
-    let forward = Forward {
-        fdstat_get: get("fd_fdstat_get")?,
-        poll_oneoff: get("poll_oneoff")?,
-    };
-    caller.data_mut().idle.forward = Some(forward);
-    Ok(forward)
 }
 
 /// The arguments of one `poll_oneoff` call.
@@ -210,8 +123,8 @@ enum Sub {
     IdleWrite,
 }
 
-/// Reads the subscriptions in `bytes` (whole ones only): `None` if any is one this host
-/// leaves to wasmtime-wasi (another descriptor, an absolute clock, an unknown type).
+/// Reads the subscriptions in `bytes` (whole ones only): `None` if any is one this host does
+/// not serve (another descriptor, an absolute clock, an unknown type).
 fn subscriptions(bytes: &[u8]) -> Option<Vec<Sub>> {
     let mut subs = Vec::with_capacity(bytes.len() / SUBSCRIPTION_SIZE);
     for raw in bytes.chunks_exact(SUBSCRIPTION_SIZE) {
@@ -307,36 +220,32 @@ fn answer(subs: &[Sub]) -> Answer {
     }
 }
 
-/// Answers `call` if it is this host's to answer: `Ok(Some(errno))`; `Ok(None)`: leave it to
-/// wasmtime-wasi.
+/// Answers `call` with an errno (see the module's docs).
 ///
 /// # Errors
 /// [`EntryDeadlineExceeded`] if the poll would block past the entry's deadline (or for
 /// ever): it traps the guest, and the module is ended as one running past its deadline.
-async fn poll(
-    caller: &mut Caller<'_, HostState>,
-    call: PollCall,
-) -> wasmtime::Result<Option<i32>> {
+async fn poll(caller: &mut Caller<'_, HostState>, call: PollCall) -> wasmtime::Result<i32> {
     let count = call.count as u32;
     if count == 0 {
-        return Ok(Some(ERRNO_INVAL));
+        return Ok(ERRNO_INVAL);
     }
     if count > MAX_SUBSCRIPTIONS {
-        return Ok(None);
+        return Ok(ERRNO_NOTSUP);
     }
     let Some(memory) = memory(caller) else {
-        return Ok(Some(ERRNO_FAULT));
+        return Ok(ERRNO_FAULT);
     };
     let len = count as usize * SUBSCRIPTION_SIZE;
     let bytes = {
         let data = memory.data(&*caller);
         match guest_range(call.subs, len as i32, data.len()) {
             Ok(range) => data[range].to_vec(),
-            Err(_) => return Ok(Some(ERRNO_FAULT)),
+            Err(_) => return Ok(ERRNO_FAULT),
         }
     };
     let Some(subs) = subscriptions(&bytes) else {
-        return Ok(None);
+        return Ok(ERRNO_NOTSUP);
     };
     let events = match answer(&subs) {
         Answer::Now(events) => events,
@@ -377,10 +286,10 @@ async fn poll(
     }
     let written = write(caller, call.events, &out)
         .and_then(|()| write(caller, call.nevents, &(events.len() as u32).to_le_bytes()));
-    Ok(Some(match written {
+    Ok(match written {
         Ok(()) => ERRNO_SUCCESS,
         Err(errno) => errno,
-    }))
+    })
 }
 
 fn memory(caller: &mut Caller<'_, HostState>) -> Option<Memory> {
@@ -475,7 +384,7 @@ mod tests {
     }
 
     #[test]
-    fn other_descriptors_absolute_clocks_and_unknown_types_go_to_wasi() {
+    fn other_descriptors_absolute_clocks_and_unknown_types_are_not_served() {
         assert_eq!(read(&[sub(EVENTTYPE_FD_READ, 1, 0, 0, 0)]), None);
         assert_eq!(read(&[sub(EVENTTYPE_FD_WRITE, 1, 1, 0, 0)]), None);
         assert_eq!(

@@ -21,8 +21,7 @@ use crate::runtime::state::HostState;
 pub(crate) struct EntryDeadlineExceeded;
 
 /// A `Store` for `state`, with its memory cap and its entry deadline installed.
-pub(super) fn new_store(engine: &Engine, mut state: HostState) -> Store<HostState> {
-    state.idle.new_store();
+pub(super) fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.memory_cap);
     store.epoch_deadline_callback(|mut cx| {

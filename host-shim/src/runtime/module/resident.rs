@@ -78,6 +78,20 @@ impl Running {
             .map_err(|e| ModuleOutcome::Failed(e.into()))?;
         self.exports = Some(exports.clone());
 
+        // A WASI reactor is initialised before any other export is called (Go's exports trap
+        // before its runtime is).
+        if let Entry::Reactor {
+            initialize: Some(initialize),
+            ..
+        } = &exports.entry
+        {
+            tracing::debug!("calling `{EXPORT_INITIALIZE}`");
+            arm_deadline(&mut self.store);
+            initialize
+                .call_async(&mut self.store, ())
+                .await
+                .map_err(|err| entry_failed(&self.store, err, EXPORT_INITIALIZE))?;
+        }
         arm_deadline(&mut self.store);
         let packed = exports
             .abi_version
@@ -96,18 +110,8 @@ impl Running {
                     .await
                     .map_err(|err| entry_failed(&self.store, err, EXPORT_START))
             }
-            Entry::Reactor {
-                initialize, start, ..
-            } => {
+            Entry::Reactor { start, .. } => {
                 self.store.data_mut().reactor = true;
-                if let Some(initialize) = initialize {
-                    tracing::debug!("calling `{EXPORT_INITIALIZE}`");
-                    arm_deadline(&mut self.store);
-                    initialize
-                        .call_async(&mut self.store, ())
-                        .await
-                        .map_err(|err| entry_failed(&self.store, err, EXPORT_INITIALIZE))?;
-                }
                 tracing::debug!("calling `{EXPORT_REACTOR_START}`");
                 arm_deadline(&mut self.store);
                 start
