@@ -22,9 +22,11 @@ use kube_wasm_e2e::{
 };
 use serde_json::{Value, json};
 
-/// A Go module is tens of MB of wasm: its first compile (debug host, two busy cores) takes a
-/// while.
-const START: Duration = Duration::from_secs(240);
+/// A Go module is tens of MB of wasm: its first compile (the debug host's merge and
+/// instrumentation, Cranelift, two busy cores) takes minutes (164 s measured on a loaded
+/// machine); every host of this file shares one cache folder, so each module is compiled once
+/// (and once more in the order its func-ref profile gives).
+const START: Duration = Duration::from_secs(600);
 const WAIT: Duration = Duration::from_secs(60);
 const MODULE: &str = "go-configmap-mirror";
 const LABEL: (&str, &str) = ("kube-wasm.dev/mirror", "true");
@@ -53,6 +55,13 @@ async fn mirror_holds(secrets: &Api<Secret>, name: &str, key: &str, want: &str) 
     .await;
 }
 
+/// The cache folder every host of this file shares.
+fn shared_cache() -> String {
+    let dir = scratch_dir().join("go-module-cache");
+    std::fs::create_dir_all(&dir).expect("the cache folder");
+    dir.to_string_lossy().into_owned()
+}
+
 #[tokio::test]
 async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
     let client = client().await;
@@ -64,7 +73,8 @@ async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
             .await;
     })
     .await;
-    runs.start(MODULE, &[], "watching ConfigMaps", START);
+    let cache = shared_cache();
+    runs.start(MODULE, &["--cache-dir", &cache], "watching ConfigMaps", START);
     runs.each(async |side| mirror_holds(&side.api(), "before", "greeting", "hello").await)
         .await;
 
@@ -119,7 +129,13 @@ async fn go_controller_runtime_wasm_and_native_reach_the_same_state() {
             .await;
     })
     .await;
-    runs.start("go-controller-runtime", &[], "watching ConfigMaps", START);
+    let cache = shared_cache();
+    runs.start(
+        "go-controller-runtime",
+        &["--cache-dir", &cache],
+        "watching ConfigMaps",
+        START,
+    );
     runs.each(async |side| mirror_holds(&side.api(), "before", "greeting", "hello").await)
         .await;
     runs.each(async |side| {
@@ -157,8 +173,7 @@ fn start_operator(dir: &std::path::Path, namespace: &str, metrics: &str) -> Prog
         .args(["--host-name", "e2e-go-host"])
         .args(["--insecure-registry", &registry::address()])
         .args(["--metrics-addr", metrics])
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
+        .args(["--cache-dir", &shared_cache()])
         .arg("--kubeconfig")
         .arg(env_path("KUBECONFIG"))
         .args(["--namespace", namespace]);
@@ -268,7 +283,12 @@ async fn hostile_go_guests_are_ended_and_restarted_alone() {
     let manifest = write_manifest(&dir, "host.yaml", "entryDeadline: 5s", &entries);
     let kubeconfig = kubeconfig_for(&ns, &dir);
     let metrics = free_local_addr().expect("a free port").to_string();
-    let mut host = start_manifest_with(&kubeconfig, &manifest, &["--metrics-addr", &metrics]);
+    let cache = shared_cache();
+    let mut host = start_manifest_with(
+        &kubeconfig,
+        &manifest,
+        &["--metrics-addr", &metrics, "--cache-dir", &cache],
+    );
     host.stdout
         .wait_for("[mirror] configmap-mirror: watching ConfigMaps", START)
         .expect("the Go mirror started");
