@@ -109,7 +109,6 @@ async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
         ],
         &[
             "ConfigMap/during",
-            "ConfigMap/kube-root-ca.crt",
             "ConfigMap/plain",
             "Secret/during",
         ],
@@ -160,7 +159,7 @@ async fn go_controller_runtime_wasm_and_native_reach_the_same_state() {
             ApiResource::erase::<ConfigMap>(&()),
             ApiResource::erase::<Secret>(&()),
         ],
-        &["ConfigMap/during", "ConfigMap/kube-root-ca.crt", "Secret/during"],
+        &["ConfigMap/during", "Secret/during"],
     )
     .await;
     runs.stop(Stop::Term, "stop requested, exiting", WAIT);
