@@ -125,7 +125,13 @@ fn kubeconfig_for(base: &Path, namespace: &str, dir: &Path) -> anyhow::Result<Pa
     let path = dir.join(format!("kubeconfig-{namespace}"));
     std::fs::copy(base, &path).with_context(|| format!("copying {}", base.display()))?;
     let status = Command::new("kubectl")
-        .args(["config", "set-context", "--current", "--namespace", namespace])
+        .args([
+            "config",
+            "set-context",
+            "--current",
+            "--namespace",
+            namespace,
+        ])
         .env("KUBECONFIG", &path)
         .stdout(Stdio::null())
         .status()
@@ -155,7 +161,12 @@ async fn populate(client: &Client, ns: &str, objects: usize) -> anyhow::Result<(
             .await?
             .items
             .iter()
-            .filter(|s| s.metadata.name.as_deref().is_some_and(|n| n.starts_with("cm-")))
+            .filter(|s| {
+                s.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("cm-"))
+            })
             .count();
         if n >= objects {
             return Ok(());
@@ -266,7 +277,12 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     let ns = fresh_namespace(&client, "go-wasm").await?;
     let dir = out.join("go-wasm");
     let mut host = Fleet::start_host(setup, &dir, |metrics| {
-        host_manifest(setup, true, &[entry("go-mirror", &go.wasm, &ns, None)], metrics)
+        host_manifest(
+            setup,
+            true,
+            &[entry("go-mirror", &go.wasm, &ns, None)],
+            metrics,
+        )
     })?;
     host.wait_for_modules(1, Duration::from_secs(600)).await?;
     populate(&client, &ns, go.objects).await?;
@@ -305,9 +321,8 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     let after = host.host_metrics()?.unwrap_or_default();
     host.stop(Duration::from_secs(10))?;
     let resumes = after.resumes.saturating_sub(at_rest.resumes);
-    let resume_mean_ms = (resumes > 0).then(|| {
-        (after.resume_seconds - at_rest.resume_seconds) * 1000.0 / resumes as f64
-    });
+    let resume_mean_ms = (resumes > 0)
+        .then(|| (after.resume_seconds - at_rest.resume_seconds) * 1000.0 / resumes as f64);
 
     let mut mixed_kinds = vec!["go-configmap-mirror".to_string()];
     let (mut mixed_native, mut mixed_wasm, mut mixed_suspended) = (None, None, None);
@@ -319,8 +334,11 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
                 .unwrap_or_default()
         };
         mixed_kinds.extend(go.rust_examples.iter().map(|(n, _)| stem(n)));
-        let mut kinds: Vec<(String, PathBuf, PathBuf)> =
-            vec![("go-configmap-mirror".into(), go.native.clone(), go.wasm.clone())];
+        let mut kinds: Vec<(String, PathBuf, PathBuf)> = vec![(
+            "go-configmap-mirror".into(),
+            go.native.clone(),
+            go.wasm.clone(),
+        )];
         kinds.extend(
             go.rust_examples
                 .iter()
@@ -342,7 +360,11 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
         mixed_native = Some(fleet.idle_memory().await?);
         fleet.stop(Duration::from_secs(10))?;
         for suspend in [None, Some(setup.suspend_idle_after.as_str())] {
-            let label = if suspend.is_some() { "suspended" } else { "resident" };
+            let label = if suspend.is_some() {
+                "suspended"
+            } else {
+                "resident"
+            };
             let dir = out.join(format!("go-mixed-{label}"));
             std::fs::create_dir_all(&dir)?;
             let mut entries = Vec::new();

@@ -74,7 +74,12 @@ async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
     })
     .await;
     let cache = shared_cache();
-    runs.start(MODULE, &["--cache-dir", &cache], "watching ConfigMaps", START);
+    runs.start(
+        MODULE,
+        &["--cache-dir", &cache],
+        "watching ConfigMaps",
+        START,
+    );
     runs.each(async |side| mirror_holds(&side.api(), "before", "greeting", "hello").await)
         .await;
 
@@ -107,11 +112,7 @@ async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
             ApiResource::erase::<ConfigMap>(&()),
             ApiResource::erase::<Secret>(&()),
         ],
-        &[
-            "ConfigMap/during",
-            "ConfigMap/plain",
-            "Secret/during",
-        ],
+        &["ConfigMap/during", "ConfigMap/plain", "Secret/during"],
     )
     .await;
     // SIGTERM to the native process, the host's stop request to the module: both leave
@@ -180,8 +181,7 @@ fn start_operator(dir: &std::path::Path, namespace: &str, metrics: &str) -> Prog
 }
 
 #[tokio::test]
-async fn a_go_wasm_controller_from_the_registry_is_suspended_while_idle_and_resumed_by_an_event()
-{
+async fn a_go_wasm_controller_from_the_registry_is_suspended_while_idle_and_resumed_by_an_event() {
     let client = client().await;
     wc::install_crd();
     let pid = std::process::id();
@@ -256,7 +256,11 @@ async fn a_go_wasm_controller_from_the_registry_is_suspended_while_idle_and_resu
     })
     .await;
     assert_eq!(
-        value(&scrape(&metrics), "kube_wasm_module_restarts_total", &module),
+        value(
+            &scrape(&metrics),
+            "kube_wasm_module_restarts_total",
+            &module
+        ),
         0.0,
         "never restarted"
     );
@@ -307,7 +311,11 @@ async fn hostile_go_guests_are_ended_and_restarted_alone() {
                 .snapshot()
                 .iter()
                 .any(|l| l.contains(&format!("module `{module}`")) && l.contains(reason));
-            let restarts = value(&scrape(&metrics), "kube_wasm_module_restarts_total", &module);
+            let restarts = value(
+                &scrape(&metrics),
+                "kube_wasm_module_restarts_total",
+                &module,
+            );
             (ended && restarts >= 1.0).then_some(())
         })
         .await;
@@ -319,12 +327,18 @@ async fn hostile_go_guests_are_ended_and_restarted_alone() {
     cms.create(&PostParams::default(), &mirrored("neighbour"))
         .await
         .expect("create");
-    eventually(WAIT, "the Go mirror mirrors beside hostile modules", || async {
-        secrets.get_opt("neighbour").await.ok().flatten()
-    })
+    eventually(
+        WAIT,
+        "the Go mirror mirrors beside hostile modules",
+        || async { secrets.get_opt("neighbour").await.ok().flatten() },
+    )
     .await;
     assert_eq!(
-        value(&scrape(&metrics), "kube_wasm_module_restarts_total", "mirror"),
+        value(
+            &scrape(&metrics),
+            "kube_wasm_module_restarts_total",
+            "mirror"
+        ),
         0.0
     );
     host.terminate(WAIT).expect("the host stops");

@@ -173,9 +173,7 @@ async fn a_module_with_both_entries_is_refused() {
     assert!(
         matches!(
             run.outcome("both"),
-            ModuleOutcome::Failed(ModuleError::Incompatible(
-                Incompatible::EntryExports { .. }
-            ))
+            ModuleOutcome::Failed(ModuleError::Incompatible(Incompatible::EntryExports { .. }))
         ),
         "{:?}",
         run.outcome("both")

@@ -21,12 +21,12 @@ pub mod ops;
 pub mod stream;
 
 pub use frame::{Frame, FrameError, decode_frame, encode_frame};
+pub use idle::IDLE_FD;
 pub use lines::LineFramer;
 pub use ops::{
     Completion, DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, HttpRequest, OpError, OpId, ResponseMode,
     UpgradeFailure, WatchRequest,
 };
-pub use idle::IDLE_FD;
 pub use stream::{DEFAULT_STREAM_CREDIT, StreamOpen, StreamSend};
 
 /// Major version of this ABI. Part of the import module name ([`names::IMPORT_MODULE`]); a

@@ -15,7 +15,9 @@ fn ms(values: &[f64]) -> String {
 
 fn latency(l: &Latency) -> String {
     match (l.p50, l.p99) {
-        (Some(p50), Some(p99)) => format!("p50 {p50:.1} ms, p99 {p99:.1} ms ({} events)", l.ms.len()),
+        (Some(p50), Some(p99)) => {
+            format!("p50 {p50:.1} ms, p99 {p99:.1} ms ({} events)", l.ms.len())
+        }
         _ => "—".into(),
     }
 }
@@ -24,14 +26,20 @@ fn latency(l: &Latency) -> String {
 pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
     let goals = go_goals(g);
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
-    let mut md = String::from("## Go controllers (issue #43)\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n");
+    let mut md = String::from(
+        "## Go controllers (issue #43)\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n",
+    );
     for goal in &goals {
         let verdict = match goal.holds {
             Some(true) => "holds",
             Some(false) => "**fails**",
             None => "not measured",
         };
-        let _ = writeln!(md, "| {} | {} | {} | {verdict} |", goal.goal, goal.target, goal.measured);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {verdict} |",
+            goal.goal, goal.target, goal.measured
+        );
     }
     let _ = write!(
         md,
@@ -54,13 +62,16 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
         mib(g.wasm_suspended.pss_kib),
         g.linear_memory_bytes as f64 / 1_048_576.0,
         g.snapshot_bytes as f64 / 1_048_576.0,
-        g.resume_mean_ms.map_or("—".into(), |m| format!("mean {m:.1} ms")),
+        g.resume_mean_ms
+            .map_or("—".into(), |m| format!("mean {m:.1} ms")),
         g.resumes,
         latency(&g.latency_native),
         latency(&g.latency_wasm),
         latency(&g.latency_suspended),
     );
-    if let (Some(native), Some(wasm), Some(suspended)) = (g.mixed_native, g.mixed_wasm, g.mixed_suspended) {
+    if let (Some(native), Some(wasm), Some(suspended)) =
+        (g.mixed_native, g.mixed_wasm, g.mixed_suspended)
+    {
         let _ = write!(
             md,
             "| mixed fleet ({}), native processes | {} |\n\

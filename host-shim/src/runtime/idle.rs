@@ -87,7 +87,8 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     linker.func_wrap_async(
         WASI,
         "poll_oneoff",
-        |mut caller: Caller<'_, HostState>, (subs, events, count, nevents): (i32, i32, i32, i32)| {
+        |mut caller: Caller<'_, HostState>,
+         (subs, events, count, nevents): (i32, i32, i32, i32)| {
             Box::new(async move {
                 let call = PollCall {
                     subs,
@@ -177,7 +178,10 @@ enum Answer {
     /// These events at once.
     Now(Vec<Event>),
     /// An idle poll: the idle descriptor's read event at once; `next` is the earliest clock.
-    Idle { event: Event, next: Option<Duration> },
+    Idle {
+        event: Event,
+        next: Option<Duration>,
+    },
     /// Sleep this long, then the events of the clocks due by then.
     Sleep(Duration),
     /// Nothing can ever complete it (only writes of the idle descriptor).
@@ -387,10 +391,7 @@ mod tests {
     fn other_descriptors_absolute_clocks_and_unknown_types_are_not_served() {
         assert_eq!(read(&[sub(EVENTTYPE_FD_READ, 1, 0, 0, 0)]), None);
         assert_eq!(read(&[sub(EVENTTYPE_FD_WRITE, 1, 1, 0, 0)]), None);
-        assert_eq!(
-            read(&[sub(EVENTTYPE_CLOCK, 1, 0, 5, CLOCK_ABSTIME)]),
-            None
-        );
+        assert_eq!(read(&[sub(EVENTTYPE_CLOCK, 1, 0, 5, CLOCK_ABSTIME)]), None);
         assert_eq!(read(&[sub(9, 1, 0, 0, 0)]), None);
         assert_eq!(read(&[]), Some(Vec::new()));
     }

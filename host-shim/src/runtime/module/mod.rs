@@ -325,8 +325,8 @@ async fn live(
                 let mut running = match state {
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
-                        let planned = matches!(kind, OpKind::Delay | OpKind::Wake)
-                            && shell.between_timers();
+                        let planned =
+                            matches!(kind, OpKind::Delay | OpKind::Wake) && shell.between_timers();
                         match Box::pin(suspended.resume(cx, compiled, shell, planned)).await {
                             Ok(resumed) => resumed,
                             Err(outcome) => return outcome,

@@ -144,12 +144,15 @@ impl Running {
             state.ops.cancel(id);
         }
         let Some(due) = next else { return };
-        let id = spawn_op(state, OpKind::Wake, HeldBytes::default(), move |_, sink, _| {
-            async move {
+        let id = spawn_op(
+            state,
+            OpKind::Wake,
+            HeldBytes::default(),
+            move |_, sink, _| async move {
                 tokio::time::sleep_until(due).await;
                 sink.send(&Completion::Elapsed {}, b"").await
-            }
-        });
+            },
+        );
         state.ops.set_due(id, due);
         state.wake = Some((id, due));
     }
