@@ -166,7 +166,7 @@ async fn go_controller_runtime_wasm_and_native_reach_the_same_state() {
     runs.stop(Stop::Term, "stop requested, exiting", WAIT);
 }
 
-fn start_operator(dir: &std::path::Path, namespace: &str, metrics: &str) -> Program {
+fn start_operator(namespace: &str, metrics: &str) -> Program {
     let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
     command
         .args(["run", "--controllers", "--stop-timeout", "5"])
@@ -188,10 +188,8 @@ async fn a_go_wasm_controller_from_the_registry_is_suspended_while_idle_and_resu
     let repository = format!("e2e/go-mirror-{pid}");
     registry::push(MODULE, &repository, "v1", &[]);
     let ns = fresh_namespace(&client, "go-wc").await;
-    let dir = scratch_dir().join(format!("go-wasm-controller-{pid}"));
-    std::fs::create_dir_all(&dir).expect("dir");
     let metrics = free_local_addr().expect("a free port").to_string();
-    let mut host = start_operator(&dir, &ns, &metrics);
+    let mut host = start_operator(&ns, &metrics);
 
     let mut resource = wc::resource(
         "go-mirror",

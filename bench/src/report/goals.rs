@@ -367,6 +367,63 @@ fn hot_text_goal(hot_text: Option<&HotText>) -> Goal {
     }
 }
 
+/// Issue #43's goals for the Go workload (`--go`): the client-go controller in the host
+/// against the same controller as a native Go process.
+pub fn go_goals(g: &crate::go::GoFigures) -> Vec<Goal> {
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let native = g.native_idle.pss_kib as f64;
+    let ratio = |kib: u64| (native > 0.0).then(|| kib as f64 / native);
+    let memory_goal = |goal: &str, target: f64, kib: u64| {
+        let r = ratio(kib);
+        Goal {
+            goal: goal.to_string(),
+            target: format!("≤ {:.0} %", target * 100.0),
+            measured: match r {
+                Some(r) => format!(
+                    "{:.1} % ({:.1} vs {:.1} MiB PSS)",
+                    r * 100.0,
+                    mib(kib),
+                    mib(g.native_idle.pss_kib)
+                ),
+                None => "not measured: no native figure".into(),
+            },
+            holds: r.map(|r| r <= target),
+        }
+    };
+    let latency = match (g.latency_wasm.p99, g.latency_native.p99) {
+        (Some(wasm), Some(native)) => Goal {
+            goal: "Go event→reconcile p99, module vs native process".into(),
+            target: "≤ native + 5 ms".into(),
+            measured: format!(
+                "{:+.2} ms (p99 {wasm:.2} vs {native:.2} ms; p50 {:.2} vs {:.2} ms)",
+                wasm - native,
+                g.latency_wasm.p50.unwrap_or_default(),
+                g.latency_native.p50.unwrap_or_default()
+            ),
+            holds: Some(wasm <= native + 5.0),
+        },
+        _ => Goal {
+            goal: "Go event→reconcile p99, module vs native process".into(),
+            target: "≤ native + 5 ms".into(),
+            measured: "not measured".into(),
+            holds: None,
+        },
+    };
+    vec![
+        memory_goal(
+            "Go controller idle, host included, vs the native Go process (PSS)",
+            0.5,
+            g.wasm_idle.pss_kib,
+        ),
+        memory_goal(
+            "the same, the module suspended to disk",
+            0.05,
+            g.wasm_suspended.pss_kib,
+        ),
+        latency,
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,61 +541,4 @@ mod tests {
             (None, "not available: x")
         );
     }
-}
-
-/// Issue #43's goals for the Go workload (`--go`): the client-go controller in the host
-/// against the same controller as a native Go process.
-pub fn go_goals(g: &crate::go::GoFigures) -> Vec<Goal> {
-    let mib = |kib: u64| kib as f64 / 1024.0;
-    let native = g.native_idle.pss_kib as f64;
-    let ratio = |kib: u64| (native > 0.0).then(|| kib as f64 / native);
-    let memory_goal = |goal: &str, target: f64, kib: u64| {
-        let r = ratio(kib);
-        Goal {
-            goal: goal.to_string(),
-            target: format!("≤ {:.0} %", target * 100.0),
-            measured: match r {
-                Some(r) => format!(
-                    "{:.1} % ({:.1} vs {:.1} MiB PSS)",
-                    r * 100.0,
-                    mib(kib),
-                    mib(g.native_idle.pss_kib)
-                ),
-                None => "not measured: no native figure".into(),
-            },
-            holds: r.map(|r| r <= target),
-        }
-    };
-    let latency = match (g.latency_wasm.p99, g.latency_native.p99) {
-        (Some(wasm), Some(native)) => Goal {
-            goal: "Go event→reconcile p99, module vs native process".into(),
-            target: "≤ native + 5 ms".into(),
-            measured: format!(
-                "{:+.2} ms (p99 {wasm:.2} vs {native:.2} ms; p50 {:.2} vs {:.2} ms)",
-                wasm - native,
-                g.latency_wasm.p50.unwrap_or_default(),
-                g.latency_native.p50.unwrap_or_default()
-            ),
-            holds: Some(wasm <= native + 5.0),
-        },
-        _ => Goal {
-            goal: "Go event→reconcile p99, module vs native process".into(),
-            target: "≤ native + 5 ms".into(),
-            measured: "not measured".into(),
-            holds: None,
-        },
-    };
-    vec![
-        memory_goal(
-            "Go controller idle, host included, vs the native Go process (PSS)",
-            0.5,
-            g.wasm_idle.pss_kib,
-        ),
-        memory_goal(
-            "the same, the module suspended to disk",
-            0.05,
-            g.wasm_suspended.pss_kib,
-        ),
-        latency,
-    ]
 }
