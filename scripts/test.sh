@@ -8,6 +8,8 @@
 # cached under ~/.cache/kube-wasm after the first run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/suites.sh
+. scripts/lib/suites.sh
 
 # Each step says when it started (minutes:seconds since this script began), so a CI log shows
 # where a run's time went.
@@ -50,40 +52,14 @@ scripts/fuzz.sh
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
-# The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
-# the e2e guests, the parity scenarios, kube-rs's examples ported in compat-tests/ported — cargo
-# examples there, hence `--examples`), and the API-surface programs and the benchmark's ring
-# controller, which only need to build here (scripts/bench.sh runs the
-# benchmark). One wasm32 invocation for all of them, so kube-wasm is built once with one
-# feature set.
-programs=(
-  -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
-  -p multi-watch -p api-checks -p hostile -p remote-command
-  -p parity-scenarios -p kube-surface -p ring-controller
-  -p ported-pod-watcher -p ported-secret-syncer -p ported-crd-derive
-)
-
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"
-# Natively with `--workspace`: the features cargo resolved for the test step above, so
-# nothing is built twice (that step built the ported cargo examples natively too).
-cargo build --workspace --bins
-cargo build --target wasm32-wasip1 --bins --examples "${programs[@]}"
-
-step "a ported workspace of its own (shaped like kube-rs's): natively and for wasm32-wasip1"
-# compat-tests/ported-workspace is not a member: it is a user's workspace (its resolver,
-# inherited dependencies, its own Cargo.lock). Built into this target folder, where its
-# programs are found like the others'; dependencies with the same features are shared.
-(
-  cd compat-tests/ported-workspace
-  export CARGO_TARGET_DIR="$OLDPWD/target"
-  cargo build --locked --examples
-  cargo build --locked --target wasm32-wasip1 --examples
-)
+# Also a ported workspace of its own (shaped like kube-rs's), natively and for wasm32-wasip1.
+build_suite_programs
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
-  "${programs[@]}" -- -D warnings
+  "${SUITE_PROGRAMS[@]}" -- -D warnings
 
 step "publishable crates: cargo package"
 # The crates meant for crates.io, packaged in one invocation (path dependencies resolved
@@ -106,38 +82,12 @@ if ((provisioned != 0)); then
   echo "provisioning the control plane or the registry failed (exit $provisioned)" >&2
   exit 1
 fi
-cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
-registry_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-registry.XXXXXX")
-trap 'scripts/control-plane.sh stop "$cp_dir" || true; scripts/registry.sh stop "$registry_dir" || true' EXIT
-scripts/control-plane.sh start "$cp_dir" >/dev/null
-scripts/registry.sh start "$registry_dir" >/dev/null
-set -a
-# shellcheck disable=SC1091
-. "$cp_dir/env"
-set +a
-# kubectl of the server's version, from the same sources (the WasmController tests use it).
-export PATH="$CONTROL_PLANE_BIN:$PATH"
-echo "control plane: kube-apiserver $KUBE_VERSION" >&2
-export KUBE_WASM_AUDIT_LOG="$AUDIT_LOG"
-export KUBE_WASM_CONTROL_PLANE_DIR="$cp_dir"
-export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
-export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
-export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"
-KUBE_WASM_REGISTRY=$(sed -n 's/^REGISTRY=//p' "$registry_dir/env")
-export KUBE_WASM_REGISTRY KUBE_WASM_REGISTRY_DIR="$registry_dir"
+start_suite_infra
 
 step "end to end: wasm modules in the host shim against the real apiserver"
-# The e2e test targets selected within the whole workspace (not `-p kube-wasm-e2e`): cargo
-# resolves features per invocation, so this reuses everything built above instead of building
-# kube a second time with the e2e crate's features alone.
-e2e_tests=()
-for test in e2e/tests/*.rs; do e2e_tests+=(--test "$(basename "$test" .rs)"); done
-cargo test --workspace "${e2e_tests[@]}"
+run_e2e_suite
 
 step "behavioural parity: each scenario controller, native (kube 5.0) against wasm (kube-wasm)"
-# Its own invocation after the e2e tests: the restart scenarios restart this control plane.
-# Selected within the whole workspace like the e2e tests (no second kube build); the
-# harness's own tests are a test target (parity_harness) for the same reason.
-cargo test --workspace --test parity_harness --test parity_scenarios --test parity_restart
+run_parity_suite
 
 step "done"

@@ -249,6 +249,21 @@ async fn main() -> anyhow::Result<()> {
     };
 
     let client = cluster::client(&cli.kubeconfig).await?;
+    let server = client
+        .apiserver_version()
+        .await
+        .context("asking the API server its version")?;
+    eprintln!(
+        "bench: against kube-apiserver {} ({}, {})",
+        server.git_version, server.platform, server.go_version
+    );
+    context.push((
+        "API server".into(),
+        format!(
+            "kube-apiserver {} ({}, {})",
+            server.git_version, server.platform, server.go_version
+        ),
+    ));
     let crd = Command::new(&setup.ring_native)
         .arg("crd")
         .output()
