@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The book (docs/): built with mdBook, its links checked with lychee (offline: every link
-# between pages, to an anchor, an image or a file of the built book must resolve), and its
-# Rust code blocks run as doc tests of the crate `kube-wasm-book` (docs/lib.rs).
+# between pages, to an anchor, an image or a file of the built book must resolve). Its Rust
+# code blocks are doc tests of the crate `kube-wasm-book` (docs/lib.rs): `cargo test` runs
+# them (scripts/test.sh in its unit-test step; alone: cargo test -p kube-wasm-book).
 #
 #   scripts/book.sh install   # mdBook and lychee, the pinned versions below, into ~/.cargo/bin
 #   scripts/book.sh build     # docs/ -> target/book (open target/book/index.html)
-#   scripts/book.sh check     # install, build, check the links, run the code blocks
+#   scripts/book.sh check     # install, build, check the links
 #
 # scripts/test.sh runs `check`. The two tools come from crates.io, built once per machine
 # (cargo install --locked: the versions of their own Cargo.lock) and kept in ~/.cargo/bin.
@@ -49,8 +50,6 @@ check() {
   # (`--offline`): no network here, and they are not ours to keep.
   lychee --offline --include-fragments --no-progress --root-dir "$PWD/target/book" \
     'target/book/**/*.html'
-  # The Rust code blocks: doc tests of docs/lib.rs, which includes every page that has any.
-  cargo test --doc -p kube-wasm-book
 }
 
 case ${1:-} in
