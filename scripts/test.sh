@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine or a warm one:
-#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host), a short
-#   run of every fuzz target (scripts/fuzz.sh),
+#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host; the
+#   book's Rust code blocks as doc tests), a short run of every fuzz target (scripts/fuzz.sh),
+#   the crate docs and the book (docs/, its links checked: scripts/book.sh),
 #   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
 #   wasm modules in the host shim against a real kube-apiserver + etcd started here.
 # Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
@@ -36,7 +37,12 @@ provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
 setsid bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision' \
   >"$provision_log" 2>&1 &
 provision_pid=$!
-trap 'kill -- "-$provision_pid" 2>/dev/null || true' EXIT
+# The book's tools (mdBook, lychee: scripts/book.sh, pinned versions, kept in ~/.cargo/bin)
+# are built the same way on a fresh machine, niced so that the workspace's build goes first.
+book_tools_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-book-tools.XXXXXX")
+setsid nice -n 10 scripts/book.sh install >"$book_tools_log" 2>&1 &
+book_tools_pid=$!
+trap 'kill -- "-$provision_pid" "-$book_tools_pid" 2>/dev/null || true' EXIT
 
 step "format"
 cargo fmt --all -- --check
@@ -49,6 +55,23 @@ scripts/fuzz.sh
 
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
+
+step "crate docs: cargo doc, every rustdoc warning an error"
+# The guest crates' front pages say what each replaces and link the port guide; intra-doc
+# links, code blocks and HTML are checked here. (Their doc tests ran with the unit tests.)
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+step "the book: built with mdBook, every link inside it checked (scripts/book.sh check)"
+# Its Rust code blocks ran with the unit tests above (doc tests of docs/lib.rs).
+book_tools=0
+wait "$book_tools_pid" || book_tools=$?
+cat "$book_tools_log" >&2
+rm -f "$book_tools_log"
+if ((book_tools != 0)); then
+  echo "installing the book's tools failed (exit $book_tools)" >&2
+  exit 1
+fi
+scripts/book.sh check
 
 # The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
 # the e2e guests, the parity scenarios, kube-rs's examples ported in compat-tests/ported — cargo
