@@ -26,6 +26,19 @@ if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config
 fi
 
+# Waits for a background job started below (its process id, its log, what it does), prints its
+# log and fails the run if it failed.
+await_background() {
+  local pid=$1 log=$2 what=$3 status=0
+  wait "$pid" || status=$?
+  cat "$log" >&2
+  rm -f "$log"
+  if ((status != 0)); then
+    echo "$what failed (exit $status)" >&2
+    exit 1
+  fi
+}
+
 step "control plane and OCI registry: provisioned in the background while the Rust steps run"
 # kube-apiserver, kubectl and etcd are built from their Go module sources the first time
 # (control-plane/; about 4 minutes on 2 idle cores, then cached); the Rust build leaves cores
@@ -63,14 +76,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
 step "the book: built with mdBook, every link inside it checked (scripts/book.sh check)"
 # Its Rust code blocks ran with the unit tests above (doc tests of docs/lib.rs).
-book_tools=0
-wait "$book_tools_pid" || book_tools=$?
-cat "$book_tools_log" >&2
-rm -f "$book_tools_log"
-if ((book_tools != 0)); then
-  echo "installing the book's tools failed (exit $book_tools)" >&2
-  exit 1
-fi
+await_background "$book_tools_pid" "$book_tools_log" "installing the book's tools"
 scripts/book.sh check
 
 # The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
@@ -121,14 +127,7 @@ package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-w
 if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
 step "end to end: wait for the provisioning, start a control plane and an OCI registry"
-provisioned=0
-wait "$provision_pid" || provisioned=$?
-cat "$provision_log" >&2
-rm -f "$provision_log"
-if ((provisioned != 0)); then
-  echo "provisioning the control plane or the registry failed (exit $provisioned)" >&2
-  exit 1
-fi
+await_background "$provision_pid" "$provision_log" "provisioning the control plane or the registry"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
 registry_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-registry.XXXXXX")
 trap 'scripts/control-plane.sh stop "$cp_dir" || true; scripts/registry.sh stop "$registry_dir" || true' EXIT
