@@ -130,7 +130,7 @@ impl RunFields {
 }
 
 /// A module's `quotas`: what it may make the host hold at once (the host's
-/// [`Quotas`](crate::runtime::quota::Quotas)); every field optional.
+/// [`Quotas`]); every field optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct QuotasSpec {
@@ -153,7 +153,7 @@ pub struct QuotasSpec {
 /// A module's `suspend` policy: suspended to disk after `idleAfter` (a duration such as `30s`)
 /// idle; with `betweenTimers` (default `true`) its timers do not count as activity, and it is
 /// suspended between them and resumed just ahead of each (see
-/// [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy)).
+/// [`SuspendPolicy`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SuspendSpec {
