@@ -20,7 +20,8 @@ readonly LYCHEE_VERSION=0.24.2
 install_tool() {
   local crate=$1 version=$2 bin=$3
   shift 3
-  if command -v "$bin" >/dev/null 2>&1 && [[ $("$bin" --version 2>/dev/null) == *" $version"* ]]; then
+  # `mdbook --version` says "mdbook v0.5.4", `lychee --version` "lychee 0.24.2".
+  if command -v "$bin" >/dev/null 2>&1 && [[ $("$bin" --version 2>/dev/null) =~ \ v?$version$ ]]; then
     return
   fi
   echo "book: installing $crate $version (cargo install, once per machine)" >&2
