@@ -2,9 +2,11 @@
 # The benchmark command (not part of the test command): the same controller
 # (bench/ring-controller) natively with kube-rs 5.0 and as wasm modules in the host shim,
 # side by side against one real kube-apiserver started here, in one run. Writes
-# target/bench/report.md, report.json and PNG plots (BENCH_OUT to change the folder).
+# target/bench/report.md, report.json and PNG plots (BENCH_OUT to change the folder), and the
+# same report into the book (docs/src/benchmarks/): commit it with the change it measures.
 #
 #   scripts/bench.sh [--quick] [kube-wasm-bench options…]   (scripts/bench.sh --help for them)
+#   scripts/bench.sh --render   # the book's report page and plots again from its report.json
 #
 # Builds release binaries once: host-shim and the driver, the native ring controller (its own
 # feature resolution, as a user builds it), and the ring controller and the examples for
@@ -14,6 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
+
+if [[ ${1:-} == --render ]]; then
+  cargo run --quiet --release -p kube-wasm-bench --bin kube-wasm-bench-render
+  exit 0
+fi
 
 for arg in "$@"; do
   if [[ $arg == -h || $arg == --help ]]; then
@@ -75,4 +82,5 @@ done
   --native-dir "$target/release" \
   --wasm-dir "$target/wasm32-wasip1/release" \
   --out "$out" \
+  --book docs/src/benchmarks \
   "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine or a warm one:
-#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host), a short
-#   run of every fuzz target (scripts/fuzz.sh),
+#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host; the
+#   book's Rust code blocks as doc tests), a short run of every fuzz target (scripts/fuzz.sh),
+#   the crate docs and the book (docs/, its links checked: scripts/book.sh),
 #   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
 #   wasm modules in the host shim against a real kube-apiserver + etcd started here.
 # Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
@@ -27,6 +28,19 @@ if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config
 fi
 
+# Waits for a background job started below (its process id, its log, what it does), prints its
+# log and fails the run if it failed.
+await_background() {
+  local pid=$1 log=$2 what=$3 status=0
+  wait "$pid" || status=$?
+  cat "$log" >&2
+  rm -f "$log"
+  if ((status != 0)); then
+    echo "$what failed (exit $status)" >&2
+    exit 1
+  fi
+}
+
 step "control plane and OCI registry: provisioned in the background while the Rust steps run"
 # kube-apiserver, kubectl and etcd are built from their Go module sources the first time
 # (control-plane/; about 4 minutes on 2 idle cores, then cached); the Rust build leaves cores
@@ -38,7 +52,12 @@ provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
 setsid bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision' \
   >"$provision_log" 2>&1 &
 provision_pid=$!
-trap 'kill -- "-$provision_pid" 2>/dev/null || true' EXIT
+# The book's tools (mdBook, lychee: scripts/book.sh, pinned versions, kept in ~/.cargo/bin)
+# are built the same way on a fresh machine, niced so that the workspace's build goes first.
+book_tools_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-book-tools.XXXXXX")
+setsid nice -n 10 scripts/book.sh install >"$book_tools_log" 2>&1 &
+book_tools_pid=$!
+trap 'kill -- "-$provision_pid" "-$book_tools_pid" 2>/dev/null || true' EXIT
 
 step "format"
 cargo fmt --all -- --check
@@ -51,6 +70,18 @@ scripts/fuzz.sh
 
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
+
+step "crate docs: cargo doc, every rustdoc warning an error"
+# The guest crates' front pages say what each replaces and link the port guide; intra-doc
+# links, code blocks and HTML are checked here. (Their doc tests ran with the unit tests.)
+# kube-wasm's optional features on, as docs.rs shows them: the docs link the items they gate.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features \
+  kube-wasm/unstable-runtime,kube-wasm/unstable-client,kube-wasm/kubelet-debug,kube-wasm/admission,kube-wasm/jsonpatch,kube-wasm/derive
+
+step "the book: built with mdBook, every link inside it checked (scripts/book.sh check)"
+# Its Rust code blocks ran with the unit tests above (doc tests of docs/lib.rs).
+await_background "$book_tools_pid" "$book_tools_log" "installing the book's tools"
+scripts/book.sh check
 
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"
 # Also a ported workspace of its own (shaped like kube-rs's), natively and for wasm32-wasip1.
@@ -74,14 +105,7 @@ package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-w
 if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
 step "end to end: wait for the provisioning, start a control plane and an OCI registry"
-provisioned=0
-wait "$provision_pid" || provisioned=$?
-cat "$provision_log" >&2
-rm -f "$provision_log"
-if ((provisioned != 0)); then
-  echo "provisioning the control plane or the registry failed (exit $provisioned)" >&2
-  exit 1
-fi
+await_background "$provision_pid" "$provision_log" "provisioning the control plane or the registry"
 start_suite_infra
 
 step "end to end: wasm modules in the host shim against the real apiserver"
