@@ -1,4 +1,5 @@
-//! Links the host binary as the host's memory needs it (README, "The shipped host"):
+//! Links the host binary as the host's memory needs it (the book: Architecture, host-shim,
+//! "Shipping the host"):
 //!
 //! - Position-dependent (`-no-pie`), unless `KUBE_WASM_HOST_PIE=1`: a position-independent
 //!   executable's loader writes ≈ 57,000 addresses into `.data.rel.ro` (vtables, string

@@ -2,10 +2,12 @@
 # The benchmark command (not part of the test command): the same controller
 # (bench/ring-controller) natively with kube-rs 5.0 and as wasm modules in the host shim,
 # side by side against one real kube-apiserver started here, in one run. Writes
-# target/bench/report.md, report.json and PNG plots (BENCH_OUT to change the folder).
+# target/bench/report.md, report.json and PNG plots (BENCH_OUT to change the folder), and the
+# same report into the book (docs/src/benchmarks/): commit it with the change it measures.
 #
 #   scripts/bench.sh [--quick] [kube-wasm-bench options…]   (scripts/bench.sh --help for them)
-#   scripts/bench.sh --go        # only the Go workload (issue #43): writes go.md and go.json
+#   scripts/bench.sh --go       # only the Go workload (issue #43): writes go.md and go.json
+#   scripts/bench.sh --render   # the book's report page and plots again from its report.json
 #
 # Builds release binaries once: host-shim and the driver, the native ring controller (its own
 # feature resolution, as a user builds it), and the ring controller and the examples for
@@ -15,6 +17,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
+
+if [[ ${1:-} == --render ]]; then
+  cargo run --quiet --release -p kube-wasm-bench --bin kube-wasm-bench-render
+  exit 0
+fi
 
 for arg in "$@"; do
   if [[ $arg == -h || $arg == --help ]]; then
@@ -91,4 +98,5 @@ done
   --go-native "$target/release/go-configmap-mirror" \
   --go-wasm "$target/wasm32-wasip1/release/go-configmap-mirror.wasm" \
   --out "$out" \
+  --book docs/src/benchmarks \
   "$@"

@@ -11,7 +11,8 @@ module's mapped `.text` (a `.cwasm` of the cache) and whose `vmctx` pointer lies
 64 KiB before the record; an unwritten one holds whatever the allocation held. Per module it
 prints the instances found, the func refs each has written and the 4 KiB pages they lie on;
 with `--names`, the functions written (named by the `.cwasm`'s symbol table) and how many
-instances wrote each. A diagnostic for the README's measurement, not part of any test.
+instances wrote each. A diagnostic for a measurement of the book's levers page ("The func refs an idle instance
+writes, placed together"), not part of any test.
 """
 import bisect
 import collections

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the host's decoders and classifiers (fuzz/, README.md
+# Coverage-guided fuzzing of the host's decoders and classifiers (fuzz/, the book's
 # "Fuzzing"): libFuzzer (`libfuzzer-sys`) on the stable toolchain, each target a check of
 # fuzz/src/checks/ that panics when an invariant breaks.
 #

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine or a warm one:
-#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host), a short
-#   run of every fuzz target (scripts/fuzz.sh),
+#   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host; the
+#   book's Rust code blocks as doc tests), a short run of every fuzz target (scripts/fuzz.sh),
+#   the crate docs and the book (docs/, its links checked: scripts/book.sh),
 #   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
 #   wasm modules in the host shim against a real kube-apiserver + etcd started here.
 # Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
 # cached under ~/.cache/kube-wasm after the first run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=lib/suites.sh
+. scripts/lib/suites.sh
 
 # Each step says when it started (minutes:seconds since this script began), so a CI log shows
 # where a run's time went.
@@ -25,6 +28,19 @@ if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config
 fi
 
+# Waits for a background job started below (its process id, its log, what it does), prints its
+# log and fails the run if it failed.
+await_background() {
+  local pid=$1 log=$2 what=$3 status=0
+  wait "$pid" || status=$?
+  cat "$log" >&2
+  rm -f "$log"
+  if ((status != 0)); then
+    echo "$what failed (exit $status)" >&2
+    exit 1
+  fi
+}
+
 step "control plane and OCI registry: provisioned in the background while the Rust steps run"
 # kube-apiserver, kubectl and etcd are built from their Go module sources the first time
 # (control-plane/; about 4 minutes on 2 idle cores, then cached); the Rust build leaves cores
@@ -36,7 +52,12 @@ provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
 setsid bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision' \
   >"$provision_log" 2>&1 &
 provision_pid=$!
-trap 'kill -- "-$provision_pid" 2>/dev/null || true' EXIT
+# The book's tools (mdBook, lychee: scripts/book.sh, pinned versions, kept in ~/.cargo/bin)
+# are built the same way on a fresh machine, niced so that the workspace's build goes first.
+book_tools_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-book-tools.XXXXXX")
+setsid nice -n 10 scripts/book.sh install >"$book_tools_log" 2>&1 &
+book_tools_pid=$!
+trap 'kill -- "-$provision_pid" "-$book_tools_pid" 2>/dev/null || true' EXIT
 
 step "Go: the SDK, the Go example and the Go e2e guests, in the background (scripts/go.sh)"
 # Building client-go for wasip1 takes minutes on a cold cache, mostly on one core while the
@@ -45,7 +66,7 @@ step "Go: the SDK, the Go example and the Go e2e guests, in the background (scri
 go_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-go.XXXXXX")
 setsid scripts/go.sh >"$go_log" 2>&1 &
 go_pid=$!
-trap 'kill -- "-$provision_pid" "-$go_pid" 2>/dev/null || true' EXIT
+trap 'kill -- "-$provision_pid" "-$book_tools_pid" "-$go_pid" 2>/dev/null || true' EXIT
 
 step "format"
 cargo fmt --all -- --check
@@ -59,40 +80,26 @@ scripts/fuzz.sh
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
 
-# The programs the end-to-end and parity tests run as wasm32-wasip1 modules (the examples,
-# the e2e guests, the parity scenarios, kube-rs's examples ported in compat-tests/ported — cargo
-# examples there, hence `--examples`), and the API-surface programs and the benchmark's ring
-# controller, which only need to build here (scripts/bench.sh runs the
-# benchmark). One wasm32 invocation for all of them, so kube-wasm is built once with one
-# feature set.
-programs=(
-  -p configmap-mirror -p configmap-generator -p finalizer-controller -p store-reader
-  -p multi-watch -p api-checks -p hostile -p remote-command
-  -p parity-scenarios -p kube-surface -p ring-controller
-  -p ported-pod-watcher -p ported-secret-syncer -p ported-crd-derive
-)
+step "crate docs: cargo doc, every rustdoc warning an error"
+# The guest crates' front pages say what each replaces and link the port guide; intra-doc
+# links, code blocks and HTML are checked here. (Their doc tests ran with the unit tests.)
+# kube-wasm's optional features on, as docs.rs shows them: the docs link the items they gate.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features \
+  kube-wasm/unstable-runtime,kube-wasm/unstable-client,kube-wasm/kubelet-debug,kube-wasm/admission,kube-wasm/jsonpatch,kube-wasm/derive
+
+step "the book: built with mdBook, every link inside it checked (scripts/book.sh check)"
+# Its Rust code blocks ran with the unit tests above (doc tests of docs/lib.rs).
+await_background "$book_tools_pid" "$book_tools_log" "installing the book's tools"
+scripts/book.sh check
 
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"
-# Natively with `--workspace`: the features cargo resolved for the test step above, so
-# nothing is built twice (that step built the ported cargo examples natively too).
-cargo build --workspace --bins
-cargo build --target wasm32-wasip1 --bins --examples "${programs[@]}"
-
-step "a ported workspace of its own (shaped like kube-rs's): natively and for wasm32-wasip1"
-# compat-tests/ported-workspace is not a member: it is a user's workspace (its resolver,
-# inherited dependencies, its own Cargo.lock). Built into this target folder, where its
-# programs are found like the others'; dependencies with the same features are shared.
-(
-  cd compat-tests/ported-workspace
-  export CARGO_TARGET_DIR="$OLDPWD/target"
-  cargo build --locked --examples
-  cargo build --locked --target wasm32-wasip1 --examples
-)
+# Also a ported workspace of its own (shaped like kube-rs's), natively and for wasm32-wasip1.
+build_suite_programs
 
 step "lint: wasm32-wasip1 guests"
 cargo clippy --target wasm32-wasip1 \
   -p kube-wasm-guest -p kube-wasm-tokio -p kube-wasm-client -p kube-runtime-wasm -p kube-wasm \
-  "${programs[@]}" -- -D warnings
+  "${SUITE_PROGRAMS[@]}" -- -D warnings
 
 step "publishable crates: cargo package"
 # The crates meant for crates.io, packaged in one invocation (path dependencies resolved
@@ -107,56 +114,16 @@ package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-w
 if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
 step "Go: wait for scripts/go.sh"
-go_status=0
-wait "$go_pid" || go_status=$?
-cat "$go_log" >&2
-rm -f "$go_log"
-if ((go_status != 0)); then
-  echo "the Go steps failed (exit $go_status)" >&2
-  exit 1
-fi
+await_background "$go_pid" "$go_log" "the Go steps"
 
 step "end to end: wait for the provisioning, start a control plane and an OCI registry"
-provisioned=0
-wait "$provision_pid" || provisioned=$?
-cat "$provision_log" >&2
-rm -f "$provision_log"
-if ((provisioned != 0)); then
-  echo "provisioning the control plane or the registry failed (exit $provisioned)" >&2
-  exit 1
-fi
-cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
-registry_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-registry.XXXXXX")
-trap 'scripts/control-plane.sh stop "$cp_dir" || true; scripts/registry.sh stop "$registry_dir" || true' EXIT
-scripts/control-plane.sh start "$cp_dir" >/dev/null
-scripts/registry.sh start "$registry_dir" >/dev/null
-set -a
-# shellcheck disable=SC1091
-. "$cp_dir/env"
-set +a
-# kubectl of the server's version, from the same sources (the WasmController tests use it).
-export PATH="$CONTROL_PLANE_BIN:$PATH"
-echo "control plane: kube-apiserver $KUBE_VERSION" >&2
-export KUBE_WASM_AUDIT_LOG="$AUDIT_LOG"
-export KUBE_WASM_CONTROL_PLANE_DIR="$cp_dir"
-export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
-export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
-export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"
-KUBE_WASM_REGISTRY=$(sed -n 's/^REGISTRY=//p' "$registry_dir/env")
-export KUBE_WASM_REGISTRY KUBE_WASM_REGISTRY_DIR="$registry_dir"
+await_background "$provision_pid" "$provision_log" "provisioning the control plane or the registry"
+start_suite_infra
 
 step "end to end: wasm modules in the host shim against the real apiserver"
-# The e2e test targets selected within the whole workspace (not `-p kube-wasm-e2e`): cargo
-# resolves features per invocation, so this reuses everything built above instead of building
-# kube a second time with the e2e crate's features alone.
-e2e_tests=()
-for test in e2e/tests/*.rs; do e2e_tests+=(--test "$(basename "$test" .rs)"); done
-cargo test --workspace "${e2e_tests[@]}"
+run_e2e_suite
 
 step "behavioural parity: each scenario controller, native (kube 5.0) against wasm (kube-wasm)"
-# Its own invocation after the e2e tests: the restart scenarios restart this control plane.
-# Selected within the whole workspace like the e2e tests (no second kube build); the
-# harness's own tests are a test target (parity_harness) for the same reason.
-cargo test --workspace --test parity_harness --test parity_scenarios --test parity_restart
+run_parity_suite
 
 step "done"

@@ -8,13 +8,13 @@ use std::path::Path;
 
 use kube_wasm_e2e::audit::{ByRequest, read_between};
 pub use kube_wasm_e2e::audit::{Mark, mark};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The `User-Agent` of the driver's own requests, left out of the counts.
 pub const DRIVER_USER_AGENT: &str = "kube-wasm-bench-driver";
 
 /// The requests the controllers made: counted once per audit ID, by verb.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Requests {
     /// Requests per verb (`get`, `list`, `watch`, `patch`, `create`, …).
     pub by_verb: BTreeMap<String, u64>,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use kube_wasm_e2e::manifest::Entry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cluster::{self, RING_NAME};
 use crate::fleet::{Fleet, Setup, Variant, host_manifest, ring_entry};
@@ -22,7 +22,7 @@ use crate::workloads::Bench;
 const INSTANCE_SECTION: &str = "kube-wasm-bench.instance";
 
 /// One cold start of N distinct modules.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ColdStartRun {
     /// Distinct modules, one controller each.
     pub modules: usize,

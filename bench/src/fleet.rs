@@ -11,12 +11,24 @@ use anyhow::{Context as _, bail};
 use kube_wasm_e2e::manifest::{Entry, quote, render};
 use kube_wasm_e2e::metrics::{fetch, free_local_addr};
 use kube_wasm_e2e::sockets::established_to;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::memory::{self, Sample};
 
 /// How the controllers run. Every variant runs the same controller source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Variant {
     /// One native kube-rs 5.0 process per controller.
@@ -404,7 +416,7 @@ impl Drop for Fleet {
 }
 
 /// What the bench reads from the host's metrics endpoint.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostMetrics {
     /// Modules reported (series of `kube_wasm_module_memory_bytes`).
     pub modules: u64,

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use object::{Object as _, ObjectSymbol as _, SymbolKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The size of a block the kernel maps back on a fault (its default `fault_around_bytes`).
 const BLOCK_BYTES: u64 = 64 * 1024;
 
 /// The order file against one host binary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HotText {
     /// Functions the order file lists.
     pub listed: usize,

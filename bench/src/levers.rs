@@ -33,7 +33,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube_wasm_e2e::manifest::Entry;
 use kube_wasm_e2e::objects::{generator_resource, mirrored};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cluster::{self, RING_NAME};
 use crate::fleet::{Fleet, HostMetrics, Setup, Variant, host_manifest};
@@ -44,7 +44,7 @@ use crate::workloads::Bench;
 pub const TICKERS: usize = 40;
 
 /// A host setting that saves memory, on by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Lever {
     /// `releaseIdleCode`.
     ReleaseIdleCode,
@@ -108,7 +108,7 @@ impl Lever {
 }
 
 /// One launch of a fleet with every lever on, or with one off.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LeverRun {
     /// Which fleet: `five examples`, `ring N=…` or `ring N=… suspended`.
     pub fleet: String,
@@ -133,7 +133,7 @@ pub struct LeverRun {
 }
 
 /// What the host's timers did over a window (two metrics scrapes).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct TimerFigures {
     /// Timers delivered.
     pub delivered: u64,

@@ -47,6 +47,10 @@ struct Cli {
     /// Where the report, plots and launch logs go.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
+    /// Also write the report (`report.md`, `report.json`, the plots) into this folder:
+    /// `scripts/bench.sh` gives the book's, `docs/src/benchmarks`.
+    #[arg(long)]
+    book: Option<PathBuf>,
     /// Controller counts of the ring (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1,10,50,100")]
     n: Vec<usize>,
@@ -307,6 +311,15 @@ async fn main() -> anyhow::Result<()> {
     };
 
     let client = cluster::client(&cli.kubeconfig).await?;
+    let server = client
+        .apiserver_version()
+        .await
+        .context("asking the API server its version")?;
+    eprintln!(
+        "bench: against kube-apiserver {} ({}, {})",
+        server.git_version, server.platform, server.go_version
+    );
+    context.push(("kube-apiserver".into(), server.git_version));
     let crd = Command::new(&setup.ring_native)
         .arg("crd")
         .output()
@@ -495,8 +508,10 @@ async fn main() -> anyhow::Result<()> {
         replicas,
         replicas_skipped,
     });
-    for file in report.write(&out)? {
-        eprintln!("bench: wrote {}", file.display());
+    for dir in std::iter::once(&out).chain(&cli.book) {
+        for file in report.write(dir)? {
+            eprintln!("bench: wrote {}", file.display());
+        }
     }
     for goal in &report.goals {
         eprintln!(

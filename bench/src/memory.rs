@@ -3,10 +3,10 @@
 //! use together) and resident set size, in KiB.
 
 use anyhow::Context as _;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The memory of a group of processes at one moment.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Sample {
     /// Sum of `Pss:` of `/proc/PID/smaps_rollup`, in KiB.
     pub pss_kib: u64,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube_wasm_e2e::kubeconfig_of;
 use kube_wasm_e2e::manifest::Entry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cluster;
 use crate::fleet::{Fleet, Setup, Variant, host_manifest};
@@ -67,7 +67,7 @@ pub struct Builds {
 }
 
 /// One launch of a fleet of distinct controllers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MixedRun {
     /// `mixed` or `edge`.
     pub fleet: String,

@@ -26,7 +26,7 @@ use kube_wasm_e2e::replicas::{
     Interval, ReplicaLaunch, handoff, held_by, merged_intervals, now_us, overlaps, settled_on,
 };
 use kube_wasm_e2e::wasm_controllers as wc;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cluster;
 
@@ -54,7 +54,7 @@ pub struct ReplicasSetup {
 }
 
 /// What one run of the workload measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReplicasRun {
     /// Modules in the fleet.
     pub modules: usize,

@@ -9,13 +9,13 @@ use std::time::Instant;
 use anyhow::Context as _;
 use host_shim::runtime::cache::{ModuleCache, Source};
 use host_shim::runtime::engine::new_engine;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wasmtime::{Linker, Module, Store};
 
 use crate::stats;
 
 /// One `.wasm` file's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WasmFigures {
     /// The program (file stem).
     pub name: String,
@@ -29,7 +29,7 @@ pub struct WasmFigures {
 }
 
 /// Instantiation of the ring controller from the precompiled module.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InstantiateFigures {
     /// Instantiations timed.
     pub count: usize,
@@ -43,7 +43,7 @@ pub struct InstantiateFigures {
 }
 
 /// The static figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Statics {
     /// Per `.wasm` file.
     pub wasm: Vec<WasmFigures>,

@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use futures::{StreamExt as _, TryStreamExt as _};
 use kube::Client;
 use kube::api::{Api, DynamicObject};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::audit::{self, Requests};
@@ -65,7 +65,7 @@ pub struct Bench {
 }
 
 /// One launch of the ring workload.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RingRun {
     /// The variant.
     pub variant: Variant,
@@ -97,7 +97,7 @@ pub struct RingRun {
 
 /// One linear-memory size of the resume curve: one module in the host, suspended and woken
 /// repeatedly.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResumePoint {
     /// Memory the module allocated and wrote on top of its own (`RING_BALLAST_MIB`), in MiB.
     pub ballast_mib: u64,
@@ -113,7 +113,7 @@ pub struct ResumePoint {
 }
 
 /// One launch of the churn workload.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChurnRun {
     /// The variant.
     pub variant: Variant,

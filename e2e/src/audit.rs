@@ -188,6 +188,8 @@ pub struct AuditedRequest {
     pub id: String,
     /// `verb`: get, list, watch, create, patch, …
     pub verb: String,
+    /// `requestURI`: the path and query as the apiserver received them.
+    pub uri: String,
     /// The stages logged for it: RequestReceived, ResponseStarted, ResponseComplete, Panic.
     pub stages: Vec<String>,
     /// `user.username`: who authenticated.
@@ -226,6 +228,7 @@ pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> 
         .map(|stages| AuditedRequest {
             id: text(&stages[0]["auditID"]),
             verb: text(&stages[0]["verb"]),
+            uri: text(&stages[0]["requestURI"]),
             stages: stages.iter().map(|s| text(&s["stage"])).collect(),
             user: text(&stages[0]["user"]["username"]),
             // The apiserver records `impersonatedUser` once impersonation ran: not in the

@@ -369,3 +369,45 @@ impl SideBySide {
         }
     }
 }
+
+/// Runs `bin` to its end twice against the real API server — natively in a fresh namespace
+/// `<prefix>-native…`, and as a module alone in the host shim (its default settings, shared
+/// watches on) in a fresh namespace `<prefix>-wasm…` — with `env` and `<NAMESPACE_VAR>` set to
+/// that run's namespace, asserts that both succeed and print the same lines, and returns them.
+///
+/// # Panics
+/// If a run fails, does not end within `timeout` (the host's), or the outputs differ.
+pub async fn run_both_to_end(
+    client: &Client,
+    bin: &str,
+    prefix: &str,
+    namespace_var: &str,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Vec<String> {
+    let native_ns = fresh_namespace(client, &format!("{prefix}-native")).await;
+    let mut native_env = env.to_vec();
+    native_env.push((namespace_var, &native_ns));
+    let native_lines = crate::run_native_to_end(bin, &native_env);
+
+    let wasm_ns = fresh_namespace(client, &format!("{prefix}-wasm")).await;
+    let kubeconfig = kubeconfig_for(&wasm_ns, &scratch_dir());
+    let pairs: Vec<String> = env
+        .iter()
+        .chain([(namespace_var, wasm_ns.as_str())].iter())
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let extra: Vec<&str> = pairs.iter().flat_map(|p| ["--env", p.as_str()]).collect();
+    let mut host = crate::HostShim::start(&kubeconfig, &extra, bin);
+    let status = host.wait(timeout).expect("the module finishes");
+    let wasm_lines = host.module_output(bin);
+    assert!(
+        status.success(),
+        "host-shim exited with {status}: {wasm_lines:#?}"
+    );
+    assert_eq!(
+        wasm_lines, native_lines,
+        "wasm and native observations differ"
+    );
+    wasm_lines
+}

@@ -1,34 +1,22 @@
 //! The same `Api<K>` program, natively (real kube 5.0 + tokio) and as a wasm module in the
 //! host shim, against the real apiserver: same observations, line for line.
 
-use kube_wasm_e2e::{
-    HostShim, client, fresh_namespace, kubeconfig_for, run_native_to_end, scratch_dir,
-};
+use kube_wasm_e2e::client;
+use kube_wasm_e2e::side_by_side::run_both_to_end;
 use std::time::Duration;
 
 #[tokio::test]
 async fn api_checks_in_the_host_shim_match_the_native_run() {
     let client = client().await;
-
-    let native_ns = fresh_namespace(&client, "api-native").await;
-    let native_lines = run_native_to_end("api-checks", &[("API_CHECKS_NAMESPACE", &native_ns)]);
-
-    let wasm_ns = fresh_namespace(&client, "api-wasm").await;
-    let kubeconfig = kubeconfig_for(&wasm_ns, &scratch_dir());
-    let mut host = HostShim::start(&kubeconfig, &[], "api-checks");
-    let status = host
-        .wait(Duration::from_secs(120))
-        .expect("module finishes");
-    let wasm_lines = host.module_output("api-checks");
-    assert!(
-        status.success(),
-        "host-shim exited with {status}: {wasm_lines:#?}"
-    );
-
-    assert_eq!(
-        wasm_lines, native_lines,
-        "wasm and native observations differ"
-    );
+    let wasm_lines = run_both_to_end(
+        &client,
+        "api-checks",
+        "api",
+        "API_CHECKS_NAMESPACE",
+        &[],
+        Duration::from_secs(120),
+    )
+    .await;
 
     // And the observations themselves are the Kubernetes semantics we expect.
     let expect_in_order = [

@@ -5,10 +5,9 @@
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
+use kube_wasm_e2e::client;
 use kube_wasm_e2e::objects::wait_crd_established;
-use kube_wasm_e2e::{
-    HostShim, client, fresh_namespace, kubeconfig_for, run_native_to_end, scratch_dir,
-};
+use kube_wasm_e2e::side_by_side::run_both_to_end;
 use serde_json::json;
 use std::time::Duration;
 
@@ -62,37 +61,19 @@ async fn discovery_dynamic_api_and_request_stream_in_the_host_shim_match_the_nat
     let client = client().await;
     let group = create_crd(&client).await;
     let env = [
-        ("API_CHECKS_MODE", "discovery".to_string()),
-        ("API_CHECKS_CRD_GROUP", group.clone()),
-        ("API_CHECKS_CRD_KIND", KIND.to_string()),
+        ("API_CHECKS_MODE", "discovery"),
+        ("API_CHECKS_CRD_GROUP", group.as_str()),
+        ("API_CHECKS_CRD_KIND", KIND),
     ];
-
-    let native_ns = fresh_namespace(&client, "discovery-native").await;
-    let mut native_env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    native_env.push(("API_CHECKS_NAMESPACE", &native_ns));
-    let native_lines = run_native_to_end("api-checks", &native_env);
-
-    let wasm_ns = fresh_namespace(&client, "discovery-wasm").await;
-    let kubeconfig = kubeconfig_for(&wasm_ns, &scratch_dir());
-    let env_args: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let mut extra = Vec::new();
-    for pair in &env_args {
-        extra.extend(["--env", pair.as_str()]);
-    }
-    let mut host = HostShim::start(&kubeconfig, &extra, "api-checks");
-    let status = host
-        .wait(Duration::from_secs(120))
-        .expect("module finishes");
-    let wasm_lines = host.module_output("api-checks");
-    assert!(
-        status.success(),
-        "host-shim exited with {status}: {wasm_lines:#?}"
-    );
-
-    assert_eq!(
-        wasm_lines, native_lines,
-        "wasm and native observations differ"
-    );
+    let wasm_lines = run_both_to_end(
+        &client,
+        "api-checks",
+        "discovery",
+        "API_CHECKS_NAMESPACE",
+        &env,
+        Duration::from_secs(120),
+    )
+    .await;
 
     // And the observations themselves are the Kubernetes semantics we expect.
     let groups = wasm_lines

@@ -1,7 +1,8 @@
 //! Shared watches against the real apiserver: modules watching the same ConfigMaps with the
 //! same selector cause exactly one upstream LIST and one upstream WATCH (counted in the
-//! apiserver's audit log), and every module still sees every event, in order; a controller
-//! that shares nothing lists each collection once, as natively.
+//! apiserver's audit log), and every module still sees every event, in order — plain watches
+//! and streaming lists alike; a controller that shares nothing lists each collection once, as
+//! natively.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
@@ -27,35 +28,40 @@ fn labelled(name: &str) -> ConfigMap {
     }
 }
 
-/// The changes a module printed, as `Added cm-1`, `Modified cm-1`, … in order.
-fn events_seen(lines: &[String]) -> Vec<String> {
+/// The changes a module in `mode` printed, as `Added cm-1`, `Modified cm-1`, … in order.
+fn events_seen(mode: &str, lines: &[String]) -> Vec<String> {
+    let prefix = format!("{mode}: ");
     lines
         .iter()
-        .filter_map(|line| line.strip_prefix("watch-forever: "))
+        .filter_map(|line| line.strip_prefix(&prefix))
         .filter(|event| *event != "watching")
         .map(str::to_owned)
         .collect()
 }
 
-#[tokio::test]
-async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() {
+/// Runs MODULES api-checks modules in `mode` (each watching the ConfigMaps labelled
+/// `api-checks=forever` of one namespace until the host ends it) in one host with shared
+/// watches, makes three changes, and checks that each module printed `want` and that the
+/// audit log holds one upstream LIST and one upstream WATCH of those ConfigMaps (a plain one:
+/// not a streaming list).
+async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str]) {
     let client = client().await;
-    let ns = fresh_namespace(&client, "shared").await;
+    let ns = fresh_namespace(&client, prefix).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     cms.create(&PostParams::default(), &labelled("cm-0"))
         .await
         .expect("create");
-    let dir = scratch_dir().join(format!("shared-{}", std::process::id()));
+    let dir = scratch_dir().join(format!("{prefix}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let entries: Vec<Entry> = (0..MODULES)
         .map(|i| {
             Entry::new(&format!("watcher-{i}"), "api-checks")
                 .namespace(&ns)
-                .env("API_CHECKS_MODE", "watch-forever")
+                .env("API_CHECKS_MODE", mode)
                 .env("API_CHECKS_NAMESPACE", &ns)
         })
         .collect();
-    // watch-forever ignores stop requests: the host ends it after the stop timeout.
+    // The modules ignore stop requests: the host ends them after the stop timeout.
     let manifest = write_manifest(
         &dir,
         "host.yaml",
@@ -63,14 +69,15 @@ async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() 
         &entries,
     );
     let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
+    let watching = format!("{mode}: watching");
     eventually(WAIT, "every module to watch", || async {
-        let watching = host
+        let started = host
             .stdout
             .snapshot()
             .iter()
-            .filter(|l| l.contains("watch-forever: watching"))
+            .filter(|l| l.contains(&watching))
             .count();
-        (watching == MODULES).then_some(())
+        (started == MODULES).then_some(())
     })
     .await;
 
@@ -88,11 +95,10 @@ async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() 
         .await
         .expect("delete");
 
-    let want = ["Added cm-0", "Added cm-1", "Modified cm-1", "Deleted cm-0"];
     for i in 0..MODULES {
         let name = format!("watcher-{i}");
         eventually(WAIT, &format!("{name} to see every event"), || async {
-            (events_seen(&host.module_output(&name)) == want).then_some(())
+            (events_seen(mode, &host.module_output(&name)) == want).then_some(())
         })
         .await;
     }
@@ -108,6 +114,12 @@ async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() 
         lists, 1,
         "one upstream LIST for the shared watch: {requests:#?}"
     );
+    assert!(
+        requests
+            .iter()
+            .all(|r| !r.uri.contains("sendInitialEvents")),
+        "no module's streaming list went upstream: {requests:#?}"
+    );
 
     let _ = host.terminate(Duration::from_secs(30));
     eventually(
@@ -122,6 +134,27 @@ async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() 
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() {
+    let want = ["Added cm-0", "Added cm-1", "Modified cm-1", "Deleted cm-0"];
+    identical_watches_share("watch-forever", "shared", &want).await;
+}
+
+#[tokio::test]
+async fn identical_streaming_lists_share_one_upstream_watch_and_each_sees_every_event() {
+    // kube-runtime's watcher with `streaming_lists()`: a watch with sendInitialEvents=true and
+    // resourceVersionMatch=NotOlderThan from "0", served from the shared watch's store as the
+    // API server's cacher serves it: the objects, the initial-events-end bookmark, changes.
+    let want = [
+        "Added cm-0",
+        "synced",
+        "Applied cm-1",
+        "Applied cm-1",
+        "Deleted cm-0",
+    ];
+    identical_watches_share("stream-forever", "streamed", &want).await;
 }
 
 #[tokio::test]

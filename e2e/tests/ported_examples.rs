@@ -1,6 +1,6 @@
 //! Four of kube-rs's own examples (`compat-tests/ported/` and, in a workspace of its own shaped
 //! like kube-rs's, `compat-tests/ported-workspace/`: their source unchanged, only
-//! Cargo.toml ported as the README's "Porting a kube-rs program" says), each run natively
+//! Cargo.toml ported as the book's "Porting a Rust controller" says), each run natively
 //! against kube 5.0 and as a module in the host shim against the same apiserver: they print
 //! the same output, reach the same cluster state and end with the same exit status.
 

@@ -27,8 +27,8 @@ use std::time::Duration;
 ///   takes the arena's lock (one arena, a handful of threads). The variable toggled on one
 ///   build, two launches each: the
 ///   suspended mixed fleet's malloc heap 4.09, 4.18 → 3.75, 3.80 MiB; 100 idle ring modules
-///   14.1, 14.2 → 12.8, 12.8 MiB PSS (launches that sat high that hour; the README has the
-///   before/after of the builds).
+///   14.1, 14.2 → 12.8, 12.8 MiB PSS (launches that sat high that hour; the book's levers page
+///   has the before/after of the builds).
 pub const SERVING_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=131072:\
 glibc.malloc.trim_threshold=131072:glibc.malloc.tcache_count=0";
 

@@ -31,6 +31,10 @@
 //! An embedder needs [`Host`], [`Settings`], [`LoadedModule`], [`ModuleOptions`],
 //! [`Supervisor`], [`StopHandle`] and [`Upstream`], re-exported here.
 
+// Not published: its docs describe the internals too, so they link private items (which
+// resolve with `cargo doc --document-private-items`).
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod backoff;
 pub mod fleet;
 pub mod heap;

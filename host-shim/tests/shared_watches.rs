@@ -632,3 +632,180 @@ async fn a_list_cut_short_does_not_seed_and_the_informer_lists_exactly() {
         "{lists:?}"
     );
 }
+
+/// A streaming list (`sendInitialEvents=true`, bookmarks) from `rv`.
+fn stream_from(rv: &str, timeout: Option<u32>) -> WatchRequest {
+    WatchRequest {
+        bookmarks: true,
+        send_initial_events: true,
+        ..watch_from(rv, timeout)
+    }
+}
+
+fn streams_upstream(seen: &Mutex<Vec<Seen>>) -> usize {
+    seen.lock()
+        .expect("log")
+        .iter()
+        .filter(|r| {
+            r.uri
+                .query()
+                .is_some_and(|q| q.contains("sendInitialEvents"))
+        })
+        .count()
+}
+
+/// Whether `name` got the bookmark that ends a streaming list's initial events.
+fn got_initial_events_end(run: &common::Run, name: &str) -> bool {
+    run.lines_of(name).iter().any(|line| {
+        line.contains(r#""type":"BOOKMARK""#)
+            && line.contains(r#""k8s.io/initial-events-end":"true""#)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_lists_from_zero_are_served_from_the_store() {
+    // The informer's WATCH sends nothing: each module's initial events are the LIST's state.
+    let closed = Arc::new(AtomicBool::new(false));
+    let (client, seen) = fake_client(move |req| {
+        if is_watch(req) {
+            Reply::new(200, vec![]).hanging(closed.clone())
+        } else {
+            Reply::ok(&list_body(41, &["b", "a"]))
+        }
+    });
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let guest = watch_guest(&stream_from("0", Some(1)));
+    let run = run_shared(upstream, &[("s1", guest.clone()), ("s2", guest)]).await;
+    for name in ["s1", "s2"] {
+        assert_eq!(
+            run.outcome(name),
+            &ModuleOutcome::Exited(0),
+            "{}",
+            run.output
+        );
+        assert_eq!(
+            events_of(&run, name),
+            [
+                "head",
+                "ADDED a 41",
+                "ADDED b 41",
+                "BOOKMARK  41",
+                r#"{"kind":"end"}"#
+            ],
+            "{name}: the objects, then the end of the initial events"
+        );
+        assert!(got_initial_events_end(&run, name), "{}", run.output);
+    }
+    assert_eq!(count(&seen, false), 1, "one upstream LIST");
+    assert_eq!(count(&seen, true), 1, "one upstream WATCH");
+    assert_eq!(streams_upstream(&seen), 0, "no streaming list upstream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consistent_streaming_list_of_an_older_shared_watch_reads_a_consistent_list() {
+    // `early` starts the shared watch (LIST at 41, then 42 and 43); `late` asks a second
+    // later for a consistent state (resourceVersion ""): the store's LIST is older than its
+    // request, so the host reads a consistent LIST (at 45) and serves the store's events after it.
+    let closed = Arc::new(AtomicBool::new(false));
+    let lists = Arc::new(AtomicUsize::new(0));
+    let (client, seen) = fake_client(move |req| {
+        if is_watch(req) {
+            events_42_and_43(&closed)
+        } else if lists.fetch_add(1, Ordering::SeqCst) == 0 {
+            Reply::ok(&list_body(41, &["a"]))
+        } else {
+            Reply::ok(&list_body(45, &["a", "c"]))
+        }
+    });
+    let run = run_guests_on(
+        Upstream::new(client, "https://fake.invalid"),
+        shared_settings(Duration::from_secs(30)),
+        &[
+            ("early", watch_guest(&watch_from("0", Some(2)))),
+            ("late", late_watch_guest(&stream_from("", Some(1)), 1000)),
+        ],
+    )
+    .await;
+    assert_eq!(
+        run.outcome("late"),
+        &ModuleOutcome::Exited(0),
+        "{}",
+        run.output
+    );
+    assert_eq!(
+        events_of(&run, "late"),
+        [
+            "head",
+            "ADDED a 45",
+            "ADDED c 45",
+            "BOOKMARK  45",
+            r#"{"kind":"end"}"#
+        ]
+    );
+    assert!(got_initial_events_end(&run, "late"));
+    assert_eq!(
+        count(&seen, false),
+        2,
+        "the shared LIST and the consistent one"
+    );
+    assert_eq!(count(&seen, true), 1, "one upstream WATCH");
+    assert_eq!(streams_upstream(&seen), 0, "no streaming list upstream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_list_newer_than_the_api_server_state_goes_upstream() {
+    // resourceVersionMatch=NotOlderThan 45, but the API server's state is at 41 (the shared
+    // LIST and the consistent one): the API server answers such a watch itself.
+    let closed = Arc::new(AtomicBool::new(false));
+    let (client, seen) = fake_client(move |req| {
+        let streaming = req
+            .uri
+            .query()
+            .is_some_and(|q| q.contains("sendInitialEvents=true"));
+        if streaming {
+            let line = event("ADDED", "upstream", 46);
+            Reply::new(200, vec![Ok(format!("{line}\n").into_bytes())])
+        } else if is_watch(req) {
+            Reply::new(200, vec![]).hanging(closed.clone())
+        } else {
+            Reply::ok(&list_body(41, &["a"]))
+        }
+    });
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let run = run_shared(
+        upstream,
+        &[("ahead", watch_guest(&stream_from("45", None)))],
+    )
+    .await;
+    assert_eq!(
+        run.outcome("ahead"),
+        &ModuleOutcome::Exited(0),
+        "{}",
+        run.output
+    );
+    assert_eq!(
+        events_of(&run, "ahead"),
+        ["head", "ADDED upstream 46", r#"{"kind":"end"}"#]
+    );
+    assert_eq!(
+        streams_upstream(&seen),
+        1,
+        "the module's own streaming list"
+    );
+    let stream = seen
+        .lock()
+        .expect("log")
+        .iter()
+        .find(|r| {
+            r.uri
+                .query()
+                .is_some_and(|q| q.contains("sendInitialEvents"))
+        })
+        .map(|r| r.uri.to_string())
+        .expect("sent");
+    assert!(
+        stream.contains("resourceVersion=45")
+            && stream.contains("resourceVersionMatch=NotOlderThan"),
+        "{stream}"
+    );
+}

@@ -2,6 +2,10 @@
 //! `finalizer` and `events` for Kubernetes controllers compiled to `wasm32-wasip1` and run
 //! by a kube-wasm host.
 //!
+//! **Replaces** `kube-runtime` 5.0, reached through the `kube-wasm` facade as `kube::runtime`. The
+//! port guide is the kube-wasm book's *Porting a Rust controller* (`docs/src/porting/rust.md` in
+//! the repository; `scripts/book.sh build` renders the book).
+//!
 //! Controllers reach this crate as `kube::runtime` through the `kube-wasm` facade (feature
 //! `runtime`), so the paths are kube-runtime 5.0's:
 //!

@@ -1,10 +1,14 @@
 //! The kube-wasm ABI contract, version 1.4: the one Rust definition of everything that crosses
 //! the boundary between a controller module (guest) and the host shim.
 //!
-//! [`SPEC.md`](https://example.invalid/kube-wasm/kube-wasm-abi/SPEC.md) in this crate is the
-//! source of truth; this crate is its executable form. It holds no executor, no wasmtime and
-//! no Kubernetes types: the guest crates and the host both depend on it and on nothing of
-//! each other.
+//! **Replaces** the HTTP connection a native controller holds to the API server: a guest never
+//! opens one, it asks the host through this ABI. A ported controller never names this crate; the
+//! port guide is the kube-wasm book's *Porting a Rust controller* (`docs/src/porting/rust.md` in
+//! the repository; `scripts/book.sh build` renders the book).
+//!
+//! `SPEC.md` in this crate (also a chapter of the book, *The ABI*) is the source of truth; this
+//! crate is its executable form. It holds no executor, no wasmtime and no Kubernetes types: the
+//! guest crates and the host both depend on it and on nothing of each other.
 //!
 //! Every payload is a [`frame`]: a small JSON header followed by raw body bytes, so
 //! Kubernetes JSON is never re-encoded on the way through.

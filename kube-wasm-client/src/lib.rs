@@ -1,6 +1,10 @@
 //! kube-client 5.0's `Api`, `Client`, `Config` and `Error` for Kubernetes controllers
 //! compiled to `wasm32-wasip1` and run by a kube-wasm host.
 //!
+//! **Replaces** `kube-client` 5.0, reached through the `kube-wasm` facade as `kube::Client`,
+//! `kube::Api`, … The port guide is the kube-wasm book's *Porting a Rust controller*
+//! (`docs/src/porting/rust.md` in the repository; `scripts/book.sh build` renders the book).
+//!
 //! The surface is kube 5.0's — same paths, names, generics, bounds, return types and error
 //! semantics — so a controller moves to wasm by changing its Cargo.toml only (through the
 //! `kube-wasm` facade, used as `kube`). The guest never touches the network: every request

@@ -1,5 +1,11 @@
 //! The guest side of the kube-wasm ABI (see `kube-wasm-abi/SPEC.md`).
 //!
+//! **Replaces** what the operating system and tokio's runtime are to a native controller — sockets,
+//! threads, the timer driver, the scheduler — with ABI imports, a reactor of host completions and a
+//! single-threaded executor. A ported controller never names it; the port guide is the kube-wasm
+//! book's *Porting a Rust controller* (`docs/src/porting/rust.md` in the repository;
+//! `scripts/book.sh build` renders the book).
+//!
 //! This crate is the machinery beneath `kube-wasm-tokio` and `kube-wasm-client`; controller
 //! authors never use it directly.
 //!

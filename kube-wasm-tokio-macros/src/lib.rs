@@ -1,6 +1,10 @@
 //! `#[kube_wasm_tokio::main]` and `#[kube_wasm_tokio::test]`, used as `#[tokio::main]` and
 //! `#[tokio::test]` in a controller compiled to wasm32-wasip1.
 //!
+//! **Replaces** `tokio-macros` (tokio's `#[tokio::main]` and `#[tokio::test]`), through
+//! `kube-wasm-tokio`. The port guide is the kube-wasm book's *Porting a Rust controller*
+//! (`docs/src/porting/rust.md` in the repository; `scripts/book.sh build` renders the book).
+//!
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> anyhow::Result<()> { /* … */ Ok(()) }

@@ -1,5 +1,9 @@
 //! The tokio API that kube-rs controllers use, running on the kube-wasm guest executor.
 //!
+//! **Replaces** `tokio` 1.x in a controller's wasm32 build, under the name `tokio`. The port guide
+//! is the kube-wasm book's *Porting a Rust controller* (`docs/src/porting/rust.md` in the
+//! repository; `scripts/book.sh build` renders the book).
+//!
 //! A controller compiled for wasm32-wasip1 depends on this crate *as* `tokio`:
 //!
 //! ```toml

@@ -23,7 +23,7 @@ pub async fn ctrl_c() -> std::io::Result<()> {
 }
 
 /// Unix signal streams, with tokio's `tokio::signal::unix` API. `SIGTERM` and `SIGINT`
-/// ([`SignalKind::terminate`], [`SignalKind::interrupt`]) arrive once, when the host asks the
+/// ([`unix::SignalKind::terminate`], [`unix::SignalKind::interrupt`]) arrive once, when the host asks the
 /// module to stop; no other signal ever reaches a guest, so their streams stay pending.
 pub mod unix {
     use kube_wasm_abi::Completion;

@@ -1,6 +1,10 @@
 //! The `kube` 5.0 facade for Kubernetes controllers compiled to `wasm32-wasip1` and run by
 //! a kube-wasm host.
 //!
+//! **Replaces** `kube` 5.0 in a controller's wasm32 build, under the name `kube`. The port guide is
+//! the kube-wasm book's *Porting a Rust controller* (`docs/src/porting/rust.md` in the repository;
+//! `scripts/book.sh build` renders the book).
+//!
 //! A controller switches by changing its Cargo.toml only:
 //!
 //! ```toml
@@ -49,8 +53,8 @@
 //!
 //! # Porting
 //!
-//! Only `Cargo.toml` changes (the project README's "Porting a kube-rs program" has the whole
-//! guide, tried on kube-rs's own examples):
+//! Only `Cargo.toml` changes (the port guide, tried on kube-rs's own examples, has the whole
+//! of it):
 //!
 //! 1. kube and tokio move into a pair of target tables of the **same kind** as the table they
 //!    were in — `[target.'cfg(not(target_arch = "wasm32"))'.dependencies]` as they were, and

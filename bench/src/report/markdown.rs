@@ -1,7 +1,6 @@
 //! `report.md`: the goals, the figures as tables, the plots and the method.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use super::document::Report;
 use super::figures::{Cell, MIB, MIB_BYTES};
@@ -10,7 +9,7 @@ use crate::fleet::Variant;
 use crate::stats::{self, Summary};
 
 impl Report {
-    pub(super) fn markdown(&self, plots: &[PathBuf]) -> String {
+    pub(super) fn markdown(&self, plots: &[&str]) -> String {
         let m = &self.measured;
         let mut s =
             String::from("# kube-wasm benchmark: wasm controllers vs native kube-rs 5.0\n\n");
@@ -32,7 +31,9 @@ impl Report {
             };
             let _ = writeln!(s, "- `{}`: {} — {state}", v.label(), v.description());
         }
-        s.push_str("\nFigures are the median over runs, with the p99 over runs in brackets where there were several; ratios and differences are computed pair by pair (run r of a wasm variant against run r of native) and then summarised.\n\n## Goals\n\n| goal | target | measured | verdict |\n|---|---|---|---|\n");
+        // The goals table between mdBook anchors: the book's "What a module costs" includes it
+        // (`{{#include report.md:goals}}`).
+        s.push_str("\nFigures are the median over runs, with the p99 over runs in brackets where there were several; ratios and differences are computed pair by pair (run r of a wasm variant against run r of native) and then summarised.\n\n## Goals\n\n<!-- ANCHOR: goals -->\n| goal | target | measured | verdict |\n|---|---|---|---|\n");
         for g in &self.goals {
             let _ = writeln!(
                 s,
@@ -43,6 +44,7 @@ impl Report {
                 verdict(g.holds)
             );
         }
+        s.push_str("<!-- ANCHOR_END: goals -->\n");
         let variants = &m.variants;
         let header = |s: &mut String, first: &str| {
             let _ = write!(s, "| {first} |");
@@ -283,14 +285,11 @@ impl Report {
         s.push_str(&super::replicas::section(m));
         if !plots.is_empty() {
             s.push_str("\n## Plots\n\n");
-            for p in plots {
-                if let Some(name) = p.file_name() {
-                    let name = name.to_string_lossy();
-                    let _ = writeln!(s, "![{name}]({name})");
-                }
+            for name in plots {
+                let _ = writeln!(s, "![{name}]({name})");
             }
         }
-        s.push_str("\n## Method\n\n- One control plane (kube-apiserver v1.20.2 + etcd, loopback) for every variant, in the same run; variants interleaved per N and run, so pair r of two variants ran minutes apart at most.\n- Ring: N controllers, controller i copies the Ring's nonce from namespace i to namespace i+1 (N+1 namespaces; fresh ones per launch). Warm-up cycles first (the first one proves every controller is up), then the settle time, then the idle samples, then the measured cycles one after another.\n- Memory: PSS from `/proc/PID/smaps_rollup`, summed over the native processes; the host is one process.\n- Requests: lines the audit log gained during the launch, less the driver's (its own User-Agent).\n");
+        s.push_str("\n## Method\n\n- One control plane (kube-apiserver and etcd on loopback, the version above) for every variant, in the same run; variants interleaved per N and run, so pair r of two variants ran minutes apart at most.\n- Ring: N controllers, controller i copies the Ring's nonce from namespace i to namespace i+1 (N+1 namespaces; fresh ones per launch). Warm-up cycles first (the first one proves every controller is up), then the settle time, then the idle samples, then the measured cycles one after another.\n- Memory: PSS from `/proc/PID/smaps_rollup`, summed over the native processes; the host is one process.\n- Requests: lines the audit log gained during the launch, less the driver's (its own User-Agent).\n");
         s
     }
 }

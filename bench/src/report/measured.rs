@@ -1,6 +1,6 @@
 //! What the driver measured: the report's input, kept whole in `report.json`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
@@ -12,7 +12,7 @@ use crate::statics::Statics;
 use crate::workloads::{ChurnRun, ResumePoint, RingRun};
 
 /// A variant that was asked for but could not run, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Unavailable {
     /// The variant.
     pub variant: Variant,
@@ -21,7 +21,7 @@ pub struct Unavailable {
 }
 
 /// Everything measured, and the parameters.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Measured {
     /// When the run started (RFC 3339-ish, from `date`), and the machine.
     pub context: Vec<(String, String)>,

@@ -31,6 +31,10 @@ pub use go::markdown as go_markdown;
 pub use goals::Goal;
 pub use measured::{Measured, Unavailable};
 
+/// Where the book keeps the last run's report (`report.md`, `report.json`, the plots),
+/// relative to the repository's root.
+pub const BOOK_DIR: &str = "docs/src/benchmarks";
+
 impl Report {
     /// Writes `report.md`, `report.json` and the plots into `dir`; returns the files.
     ///
@@ -40,15 +44,106 @@ impl Report {
         std::fs::create_dir_all(dir)?;
         let mut files = Vec::new();
         let json = dir.join("report.json");
-        std::fs::write(&json, serde_json::to_string_pretty(self)?)
+        std::fs::write(&json, serde_json::to_string_pretty(self)? + "\n")
             .with_context(|| format!("writing {}", json.display()))?;
         files.push(json);
         let plots = self.plots(dir)?;
+        debug_assert!(
+            plots.iter().map(|p| p.file_name()).eq(self
+                .plot_names()
+                .iter()
+                .map(|n| Some(std::ffi::OsStr::new(n))))
+        );
         let md = dir.join("report.md");
-        std::fs::write(&md, self.markdown(&plots))
-            .with_context(|| format!("writing {}", md.display()))?;
+        std::fs::write(&md, self.page()).with_context(|| format!("writing {}", md.display()))?;
         files.push(md);
         files.extend(plots);
         Ok(files)
+    }
+
+    /// The report from the measurements of a `report.json` an earlier run wrote: what that
+    /// run's report says, with this driver's goals, figures and layout.
+    ///
+    /// # Errors
+    /// If the file cannot be read, or holds no measurements of this driver's shape.
+    pub fn read(json: &Path) -> anyhow::Result<Self> {
+        #[derive(serde::Deserialize)]
+        struct Written {
+            measured: Measured,
+        }
+        let text =
+            std::fs::read_to_string(json).with_context(|| format!("reading {}", json.display()))?;
+        let written: Written = serde_json::from_str(&text)
+            .with_context(|| format!("the measurements in {}", json.display()))?;
+        Ok(Self::new(written.measured))
+    }
+
+    /// `report.md`: the page, its plots named as [`Self::write`] draws them beside it.
+    pub fn page(&self) -> String {
+        self.markdown(&self.plot_names())
+    }
+
+    /// The book's `report.md` while no run has written its report there (no `report.json`
+    /// beside it), with the goals anchor the book's "What a module costs" includes.
+    pub fn no_run_page() -> String {
+        "# kube-wasm benchmark: wasm controllers vs native kube-rs 5.0\n\n\
+         No run of the benchmark has written its report into this book yet. `scripts/bench.sh` \
+         writes it here — this page, `report.json` with every measurement, and the plots — to be \
+         committed with the change it measures.\n\n## Goals\n\n<!-- ANCHOR: goals -->\n\
+         *No run has written its goals here yet; the last full run's are below.*\n\
+         <!-- ANCHOR_END: goals -->\n"
+            .to_owned()
+    }
+
+    /// What the book's `report.md` must be: the page its `report.json` renders to, or
+    /// [`Self::no_run_page`] without one.
+    ///
+    /// # Errors
+    /// If `report.json` is there but cannot be read.
+    pub fn book_page(dir: &Path) -> anyhow::Result<String> {
+        let json = dir.join("report.json");
+        if json.exists() {
+            Ok(Self::read(&json)?.page())
+        } else {
+            Ok(Self::no_run_page())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The book's report page is what its committed measurements render to, so the page and
+    /// `report.json` cannot drift apart, and a change of the report's layout shows in the book
+    /// once `scripts/bench.sh --render` has written the page again. Before any run wrote
+    /// there, it is the page that says so.
+    #[test]
+    fn the_books_report_is_rendered_from_its_measurements() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(BOOK_DIR);
+        let committed = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+        let page = Report::book_page(&dir).expect("the book's report.json");
+        assert!(
+            committed == page,
+            "{BOOK_DIR}/report.md is not what report.json renders to: run `scripts/bench.sh --render`"
+        );
+        if dir.join("report.json").exists() {
+            let report = Report::read(&dir.join("report.json")).expect("read");
+            for plot in report.plot_names() {
+                assert!(dir.join(plot).is_file(), "{BOOK_DIR}/{plot} is missing");
+            }
+        }
+    }
+
+    #[test]
+    fn a_written_report_reads_back_the_same() {
+        let dir = std::env::temp_dir().join(format!("kube-wasm-report-{}", std::process::id()));
+        let report = Report::new(Measured::default());
+        report.write(&dir).expect("written");
+        let read = Report::read(&dir.join("report.json")).expect("read back");
+        assert_eq!(read.page(), report.page());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -12,6 +12,20 @@ use crate::stats;
 use crate::workloads::ResumePoint;
 
 impl Report {
+    /// The plots' file names, in the order [`Self::plots`] draws them.
+    pub(super) fn plot_names(&self) -> Vec<&'static str> {
+        let mut names = vec![
+            "memory_idle.png",
+            "memory_load.png",
+            "latency_reconcile.png",
+            "latency_ring.png",
+        ];
+        if !self.measured.resume.is_empty() {
+            names.push("resume_curve.png");
+        }
+        names
+    }
+
     pub(super) fn plots(&self, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
             .map_err(|_| anyhow::anyhow!("registering the plot font"))?;

@@ -247,6 +247,61 @@ async fn reflector_store_and_label_predicate() {
 }
 
 #[tokio::test]
+async fn streaming_lists() {
+    let mut p = parity("parity-streaming", vec![kind::<ConfigMap>()]).await;
+    let streamed = [("parity/streamed", "yes")];
+    p.setup(async |run| {
+        run.create(&config_map("a", &streamed, &[("parity/n", "1")]))
+            .await;
+        run.create(&config_map("b", &streamed, &[("parity/n", "1")]))
+            .await;
+        run.create(&config_map("hidden", &[], &[])).await;
+    })
+    .await;
+    p.start(async |run| {
+        run.saw(&[
+            "store a=1 b=1",
+            "watch initial [\"a\", \"b\"] end Some(\"true\")",
+        ])
+    })
+    .await;
+    p.step(
+        "create c",
+        async |run| {
+            run.create(&config_map("c", &streamed, &[("parity/n", "1")]))
+                .await
+        },
+        async |run| run.saw(&["store a=1 b=1 c=1", "watch added c"]),
+    )
+    .await;
+    p.step(
+        "change a",
+        async |run| {
+            run.merge_patch::<ConfigMap>("a", json!({"data": {"parity/n": "2"}}))
+                .await
+        },
+        async |run| run.saw(&["store a=2 b=1 c=1", "watch modified a"]),
+    )
+    .await;
+    p.step(
+        "unlabel b",
+        async |run| {
+            let patch = json!({"metadata": {"labels": {"parity/streamed": "no"}}});
+            run.merge_patch::<ConfigMap>("b", patch).await
+        },
+        async |run| run.saw(&["store a=2 c=1", "watch deleted b"]),
+    )
+    .await;
+    p.finish(&[
+        "ConfigMap/a",
+        "ConfigMap/b",
+        "ConfigMap/c",
+        "ConfigMap/hidden",
+    ])
+    .await;
+}
+
+#[tokio::test]
 async fn watcher_paging_selectors_and_semantics() {
     let mut p = parity("parity-paging", vec![kind::<ConfigMap>()]).await;
     p.setup(async |run| {

@@ -119,7 +119,8 @@ pub struct RunArgs {
     pub env: Vec<(String, String)>,
 
     /// Run the modules a YAML manifest lists, each with its own environment, arguments,
-    /// namespace, memory limit and restart policy (see the host-shim README).
+    /// namespace, memory limit and restart policy (the book's reference page lists its
+    /// fields).
     #[arg(long, value_name = "PATH", conflicts_with = "modules")]
     pub manifest: Option<PathBuf>,
 

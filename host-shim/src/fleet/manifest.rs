@@ -73,6 +73,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::backoff::Backoff;
@@ -171,63 +172,126 @@ impl fmt::Display for Problems<'_> {
     }
 }
 
-#[derive(Debug, Deserialize)]
+// The manifest as written. Its doc comments are the field descriptions of the book's
+// reference page (`docs/src/operating/reference.md`, rendered from [`Manifest::schema`]):
+// say each field's unit, default and effect there.
+
+/// A host manifest: which modules one host runs, and host-wide settings.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawManifest {
+    /// Folder of precompiled modules, kept across restarts (relative to the manifest's
+    /// folder; default `$XDG_CACHE_HOME/kube-wasm/host-shim`, else
+    /// `~/.cache/kube-wasm/host-shim`).
     cache_dir: Option<String>,
+    /// Longest wait for the response head of a module's request, a duration (default `60s`).
     request_timeout: Option<String>,
+    /// Longest single call into a module before it is ended, a duration (default `10s`).
     entry_deadline: Option<String>,
+    /// Restart delays of failed modules.
     backoff: Option<RawBackoff>,
+    /// How long modules get to exit after a stop request (SIGTERM, SIGINT), a duration
+    /// (default `10s`).
     stop_timeout: Option<String>,
+    /// Address and port of the Prometheus metrics endpoint (`/metrics`), such as
+    /// `127.0.0.1:9090`; none: no endpoint.
     metrics_addr: Option<String>,
+    /// Whether identical watches of modules share one upstream LIST+WATCH (default `true`).
     shared_watches: Option<bool>,
+    /// Whether a shared watch keeps an event every live watch has taken for 5 s instead of
+    /// 75 s; a later resume from before it goes to the API server (default `true`).
     release_read_history: Option<bool>,
+    /// Whether a module's compiled code, and an idle module's fiber and shadow stacks, leave
+    /// memory while no instance runs it (default `true`).
     release_idle_code: Option<bool>,
+    /// Whether modules missing from the cache are compiled by a `host-shim compile` child
+    /// process, so the host never holds the compiler's memory (default `true`).
     compile_in_child: Option<bool>,
+    /// Whether requests and watches of every module share HTTP/2 connections (default
+    /// `true`); `false`: kube's HTTP/1.1 client, one connection per watch.
     http2: Option<bool>,
+    /// Streams on one HTTP/2 connection before another opens (default 100, kube-apiserver's
+    /// limit).
     http2_max_streams: Option<usize>,
+    /// Folder of suspended modules' snapshots (relative to the manifest's folder; default
+    /// `<cacheDir>/suspended`).
     suspend_dir: Option<String>,
+    /// Registries reached over plain HTTP, as `host[:port]`.
     #[serde(default)]
     insecure_registries: Vec<String>,
+    /// The modules (at least one).
     #[serde(default)]
     modules: Vec<RawModule>,
 }
 
-#[derive(Debug, Deserialize)]
+/// Restart delays of failed modules: the first delay, doubled at each failure up to `max`,
+/// back to `initial` once a module has run for `resetAfter`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawBackoff {
+    /// The first restart delay, a duration (default `1s`).
     initial: Option<String>,
+    /// The longest restart delay, a duration (default `5m`).
     max: Option<String>,
+    /// How long a module must run for its delay to start again from `initial`, a duration
+    /// (default `10m`).
     reset_after: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// One module of the manifest.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawModule {
+    /// The module's name, unique in the manifest: a DNS label (`[a-z0-9-]`, at most 63).
     name: String,
+    /// The module as a `.wasm` file, relative to the manifest's folder. Exactly one of `wasm`
+    /// and `image`.
     wasm: Option<String>,
+    /// The module as an OCI image reference (`registry/repo:tag` or `…@sha256:…`), pulled at
+    /// start. Exactly one of `wasm` and `image`.
     image: Option<String>,
+    /// The module's default namespace (default: the kubeconfig's).
     namespace: Option<String>,
+    /// Environment variables, string values only (`KUBE_WASM_*` are the host's).
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// Arguments after the module's name.
     #[serde(default)]
     args: Vec<String>,
+    /// The cap on the module's linear memory, a size such as `64Mi` (default `256Mi`; from
+    /// `64Ki` to `4Gi`).
     memory: Option<String>,
+    /// `Always`, `OnFailure` (default: restarted unless it exits 0) or `Never`.
     restart_policy: Option<String>,
+    /// The ServiceAccount the host impersonates for every request of the module; none: the
+    /// host's own identity.
     service_account: Option<RawServiceAccount>,
+    /// Allowlist checked before a request leaves the host; none: whatever the identity may;
+    /// empty: nothing.
     permissions: Option<Vec<RuleSpec>>,
+    /// Suspend the module to disk when idle; none: never suspended.
     suspend: Option<SuspendSpec>,
+    /// What the module may make the host hold at once.
     quotas: Option<QuotasSpec>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A ServiceAccount, by namespace and name.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawServiceAccount {
+    /// Its namespace.
     namespace: String,
+    /// Its name.
     name: String,
 }
 
 impl Manifest {
+    /// The JSON schema of a manifest as written, with every field's description (the book's
+    /// reference page is rendered from it).
+    pub fn schema() -> schemars::Schema {
+        schemars::schema_for!(RawManifest)
+    }
+
     /// Reads and validates the manifest at `path`; relative paths in it are relative to its
     /// folder. Checks that every `wasm` file exists.
     ///

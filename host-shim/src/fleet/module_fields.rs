@@ -129,34 +129,41 @@ impl RunFields {
     }
 }
 
-/// A module's `quotas` (see [`crate::runtime::quota::Quotas`]); every field optional.
+/// A module's `quotas`: what it may make the host hold at once (the host's
+/// [`Quotas`]); every field optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct QuotasSpec {
-    #[allow(missing_docs)]
+    /// Live operations of every kind (default 1024; 1 to 1048576).
     pub pending_ops: Option<u64>,
-    #[allow(missing_docs)]
+    /// Requests in flight (default 64; 1 to 1048576).
     pub concurrent_requests: Option<u64>,
-    #[allow(missing_docs)]
+    /// Watches open (default 64; 1 to 1048576).
     pub watches: Option<u64>,
-    #[allow(missing_docs)]
+    /// Websockets open (default 16; 1 to 1048576).
     pub streams: Option<u64>,
-    #[allow(missing_docs)]
+    /// Bytes buffered for the module — bodies in flight, responses being collected,
+    /// completions not yet taken — a size (default `64Mi`; `64Ki` to `4Gi` less one byte).
     pub buffered_bytes: Option<String>,
-    #[allow(missing_docs)]
+    /// Lines of stdout and stderr a second, with bursts of ten seconds' worth (default 100);
+    /// excess lines are dropped and announced.
     pub log_lines_per_second: Option<u32>,
 }
 
 /// A module's `suspend` policy: suspended to disk after `idleAfter` (a duration such as `30s`)
 /// idle; with `betweenTimers` (default `true`) its timers do not count as activity, and it is
 /// suspended between them and resumed just ahead of each (see
-/// [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy)).
+/// [`SuspendPolicy`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SuspendSpec {
-    #[allow(missing_docs)]
+    /// How long the module must go without an entry, with no completion waiting, before it
+    /// is suspended: a duration such as `30s` (doubled, up to ×16, for a module woken sooner
+    /// than this after a suspend).
     pub idle_after: String,
-    #[allow(missing_docs)]
+    /// Whether timers are foreseen (default `true`): only watch events, stream messages and
+    /// the stop signal count against idleness, and the module is suspended between timers at
+    /// least `min(idleAfter, 500ms)` apart and resumed just ahead of each.
     pub between_timers: Option<bool>,
 }
 
@@ -165,11 +172,12 @@ pub struct SuspendSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuleSpec {
-    #[allow(missing_docs)]
+    /// The verbs allowed: `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection`, or `*`.
     pub verbs: Vec<String>,
-    #[allow(missing_docs)]
+    /// The API groups (default `[""]`, the core group; `*` for all).
     pub api_groups: Option<Vec<String>>,
-    #[allow(missing_docs)]
+    /// The resources, plural and lower case, or `resource/subresource`; `*` for all.
     pub resources: Vec<String>,
 }
 

@@ -144,7 +144,9 @@ impl RequestInfo {
             } else {
                 "list"
             };
-            if let Some(selected) = uri.first("fieldSelector").and_then(exact_name) {
+            if list_options_decode(uri)
+                && let Some(selected) = uri.first("fieldSelector").and_then(exact_name)
+            {
                 name = selected;
             }
         }
@@ -174,6 +176,80 @@ fn watch_requested(uri: &RequestUri) -> Result<bool, Unclassifiable> {
         ))),
         Some(value) => Ok(!(value == "0" || value.eq_ignore_ascii_case("false"))),
     }
+}
+
+/// Whether the API server's parameter codec certainly decodes `uri`'s list options (the query
+/// into `metav1.ListOptions`, then into the internal form): `limit` and `timeoutSeconds` Go
+/// integers (`strconv.ParseInt`, first value), and a `labelSelector` that certainly parses.
+/// When decoding fails, `RequestInfoFactory` drops the options but for `watch`, so a
+/// `fieldSelector` names no object; the host keeps that name only when decoding certainly
+/// succeeds, and otherwise judges the wider request. (An unparsable `fieldSelector` names no
+/// object either way: [`exact_name`].)
+fn list_options_decode(uri: &RequestUri) -> bool {
+    let integer = |name: &str| uri.first(name).is_none_or(|v| v.parse::<i64>().is_ok());
+    integer("limit")
+        && integer("timeoutSeconds")
+        && uri.first("labelSelector").is_none_or(label_selector_parses)
+}
+
+/// Whether `selector` certainly parses as a label selector (`labels.Parse`): empty, or terms
+/// joined by `,`, each `key`, `!key` or `key` `=`/`==`/`!=` `value`, where keys are qualified
+/// names and values label values as Kubernetes validates them. Other spellings Go also
+/// accepts (set-based `in`/`notin`, `<`/`>`, spaces) count as not certain.
+fn label_selector_parses(selector: &str) -> bool {
+    selector.is_empty()
+        || selector.split(',').all(|term| {
+            if let Some(key) = term.strip_prefix('!') {
+                return is_qualified_name(key);
+            }
+            match term.find(['!', '=']) {
+                None => is_qualified_name(term),
+                Some(at) => {
+                    let key = &term[..at];
+                    let rest = &term[at..];
+                    let value = ["!=", "==", "="]
+                        .into_iter()
+                        .find_map(|operator| rest.strip_prefix(operator));
+                    is_qualified_name(key) && value.is_some_and(is_label_value)
+                }
+            }
+        })
+}
+
+/// A label key (`validation.IsQualifiedName`): an optional DNS-1123 subdomain prefix and `/`,
+/// then a name of 1–63 characters, alphanumeric at both ends, `-`, `_`, `.` inside.
+fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    prefix.is_none_or(is_dns_subdomain) && !name.is_empty() && is_label_value(name)
+}
+
+/// A label value (`validation.IsValidLabelValue`): empty, or at most 63 characters,
+/// alphanumeric at both ends, `-`, `_`, `.` inside.
+fn is_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    value.len() <= 63
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
+        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
+}
+
+/// A DNS-1123 subdomain: at most 253 characters, dot-separated labels of lowercase
+/// alphanumerics and `-`, alphanumeric at both ends.
+fn is_dns_subdomain(name: &str) -> bool {
+    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            !bytes.is_empty()
+                && bytes.iter().all(|b| alnum(b) || *b == b'-')
+                && bytes.first().is_some_and(alnum)
+                && bytes.last().is_some_and(alnum)
+        })
 }
 
 /// The object name a list or watch narrows itself to with `fieldSelector`, as the API server
@@ -321,6 +397,44 @@ mod tests {
         assert_eq!(name("metadata.name!=a"), None);
         assert_eq!(name("metadata.name=a!=b"), None);
         assert_eq!(name(r"metadata.name=a\,b"), None);
+    }
+
+    #[test]
+    fn label_selectors_that_certainly_parse() {
+        for certain in [
+            "",
+            "app",
+            "!app",
+            "app=web",
+            "app==web",
+            "app!=web",
+            "app=",
+            "app=web,tier!=db,!canary",
+            "example.com/app=web",
+            "a-b_c.d=x.y-z_0",
+        ] {
+            assert!(label_selector_parses(certain), "{certain:?}");
+        }
+        for uncertain in [
+            "!!",
+            "app=web,",
+            ",app",
+            "app = web",
+            "app in (web)",
+            "app=web=x",
+            "app=-web",
+            "app=a/b",
+            "-app=web",
+            "Example.com/app=web",
+            "example..com/app=web",
+            "/app",
+            "app/",
+            "a=b!c",
+        ] {
+            assert!(!label_selector_parses(uncertain), "{uncertain:?}");
+        }
+        assert!(is_label_value(&"a".repeat(63)));
+        assert!(!is_label_value(&"a".repeat(64)));
     }
 
     #[test]

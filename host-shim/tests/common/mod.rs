@@ -1,6 +1,8 @@
 //! Test helpers: hand-written WAT guests and a fake API server behind a real `kube::Client`.
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
+pub mod exported_metrics;
+
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

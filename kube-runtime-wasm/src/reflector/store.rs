@@ -20,7 +20,7 @@ type Cache<K> = Arc<RwLock<HashMap<ObjectRef<K>, Arc<K>>>>;
 /// Writes a store from watcher events, as kube-runtime 5.0's `store::Writer`. Usually moved
 /// into [`reflector()`](crate::reflector()); its [`Store`]s read what it writes. A shared
 /// writer (`new_shared`, with `unstable-runtime-subscribe`) also has subscribers
-/// ([`ReflectHandle`](super::ReflectHandle)s) that the reflector tells about every object
+/// ([`ReflectHandle`]s) that the reflector tells about every object
 /// it applies.
 pub struct Writer<K: 'static + Lookup + Clone>
 where

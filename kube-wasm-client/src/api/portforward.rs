@@ -132,7 +132,7 @@ impl Portforwarder {
     /// stream has been shut down or dropped and the connection has closed.
     ///
     /// # Errors
-    /// The session's [`Error`]; `Spawn` if it was aborted.
+    /// The session's `Error`; `Spawn` if it was aborted.
     pub async fn join(self) -> Result<(), Error> {
         let Self {
             mut ports,

@@ -176,7 +176,7 @@ impl AttachedProcess {
     /// pipe cannot block the task), and returns the task's result.
     ///
     /// # Errors
-    /// The session's [`Error`]; `Spawn` if it was aborted.
+    /// The session's `Error`; `Spawn` if it was aborted.
     pub async fn join(mut self) -> Result<(), Error> {
         if let Some(stdin) = &mut self.stdin_writer {
             let _ = stdin.shutdown().await;

@@ -232,7 +232,7 @@ impl TryFrom<&NamespaceObject> for Namespace {
     /// The namespace the object describes: its `metadata.name`.
     ///
     /// # Errors
-    /// [`NamespaceError::MissingName`] when the object has no name.
+    /// `NamespaceError::MissingName` when the object has no name.
     fn try_from(namespace: &NamespaceObject) -> Result<Self, NamespaceError> {
         namespace
             .metadata

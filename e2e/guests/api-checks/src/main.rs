@@ -7,7 +7,10 @@
 //! watches ConfigMaps and ignores stop requests, so the host has to end it; `discovery`
 //! checks discovery of the built-in groups and of the CRD named by `API_CHECKS_CRD_GROUP`
 //! and `API_CHECKS_CRD_KIND` (created by the test, version `v1`, namespaced, with a status
-//! subresource), `Api<DynamicObject>` on it, and `Client::request_stream` on a long list.
+//! subresource), `Api<DynamicObject>` on it, and `Client::request_stream` on a long list;
+//! `current` exercises what only a current API server does (CEL rules, server-side apply
+//! conflicts, `pods/resize`, streaming lists; see `current.rs`), and `crd` prints the
+//! CRD it needs.
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -25,6 +28,7 @@ use kube::runtime::{Controller, WatchStreamExt, finalizer, reflector, watcher};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod current;
 mod discovery;
 mod scoped;
 
@@ -34,6 +38,9 @@ async fn main() -> anyhow::Result<()> {
         .nth(1)
         .or_else(|| std::env::var("API_CHECKS_MODE").ok())
         .unwrap_or_else(|| "checks".into());
+    if mode == "crd" {
+        return current::print_crd();
+    }
     let client = Client::try_default().await?;
     let namespace = std::env::var("API_CHECKS_NAMESPACE")
         .unwrap_or_else(|_| client.default_namespace().to_string());
@@ -41,6 +48,8 @@ async fn main() -> anyhow::Result<()> {
         "checks" => checks(client, &namespace).await,
         "watch-forever" => watch_forever(client, &namespace).await,
         "discovery" => discovery::checks(client, &namespace).await,
+        "current" => current::checks(client, &namespace).await,
+        "stream-forever" => current::stream_forever(client, &namespace).await,
         other => anyhow::bail!("unknown mode {other:?}"),
     }
 }

@@ -5,7 +5,7 @@
 //! no agreement between the replicas' clocks, only that they run at the same rate.
 //!
 //! The live members (not expired, not draining) are published on a watch channel whenever
-//! they change; [`Members::owner_of`] applies [rendezvous](super::rendezvous) hashing to them.
+//! they change; [`Members::owner_of`] applies [`rendezvous`] hashing to them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};

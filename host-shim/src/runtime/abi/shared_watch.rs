@@ -10,9 +10,14 @@ use kube_wasm_abi::{Completion, DEFAULT_WATCH_TIMEOUT_SECS, WatchRequest};
 use tokio::time::Instant;
 
 use crate::runtime::ops::{CompletionSink, ModuleGone};
-use crate::upstream::watch_cache::event::{TypeMeta, bookmark_line, too_old_line};
+use crate::upstream::client::Upstream;
+use crate::upstream::limits::OpLimits;
+use crate::upstream::watch_cache::event::{
+    TypeMeta, bookmark_line, event_line, initial_events_end_line, too_old_line,
+};
+use crate::upstream::watch_cache::informer::list_consistent;
 use crate::upstream::watch_cache::store::NotHeld;
-use crate::upstream::watch_cache::{Phase, Reader, Shared, StartAt, Subscription};
+use crate::upstream::watch_cache::{Freshness, Phase, Reader, Shared, StartAt, Subscription};
 
 /// kube-apiserver sends a watcher that asked for bookmarks one this long before its timeout.
 const BOOKMARK_BEFORE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -50,11 +55,27 @@ async fn ready(subscription: &Subscription, sink: &CompletionSink) -> Option<Ser
     }
 }
 
+/// A module's watch routed to a shared watch: its subscription, where it starts, and when it
+/// arrived (before it subscribed).
+pub(crate) struct SharedWatch {
+    pub(crate) subscription: Subscription,
+    pub(crate) start: StartAt,
+    pub(crate) arrived: Instant,
+}
+
 /// Serves a module's `watch` op from the shared watch: `head`, then the events after
 /// `start` (or `410 Expired` and `end`; or [`Served::Upstream`] if the cache released them
 /// but the API server still holds them), then new events as they come, a bookmark 2 s before
 /// the watch's timeout if it asked for bookmarks, and `end` at the timeout or when the cache
 /// is rebuilt (the module resumes as from any closed watch).
+///
+/// A streaming list ([`StartAt::Stream`]) starts with the current objects as `ADDED` and the
+/// `k8s.io/initial-events-end` bookmark, as kube-apiserver's cacher sends them: from the store
+/// when its state is fresh enough (any state for `"0"`; at least the asked resourceVersion;
+/// for `""`, a store whose consistent LIST was sent after the watch arrived), else from a
+/// consistent LIST sent now as the module's identity, followed by the store's events after
+/// it; [`Served::Upstream`] if that LIST fails or is older than the resourceVersion asked
+/// for (the API server answers such a watch itself).
 ///
 /// A module slower than the history (its next event was evicted before it took it) has its
 /// watch ended, as kube-apiserver ends watchers that cannot keep up; it resumes and gets the
@@ -63,11 +84,17 @@ async fn ready(subscription: &Subscription, sink: &CompletionSink) -> Option<Ser
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
 pub(crate) async fn watch(
-    subscription: Subscription,
+    routed: SharedWatch,
     request: &WatchRequest,
-    start: StartAt,
+    upstream: &Upstream,
+    limits: OpLimits,
     sink: &CompletionSink,
 ) -> Result<Served, ModuleGone> {
+    let SharedWatch {
+        subscription,
+        start,
+        arrived,
+    } = routed;
     if let Some(served) = ready(&subscription, sink).await {
         return Ok(served);
     }
@@ -83,14 +110,23 @@ pub(crate) async fn watch(
     let mut changes = shared.watch_changes();
     changes.borrow_and_update();
 
-    // Matched on the call, not on a local: its value is not kept while the watch lasts.
+    let started = match start {
+        StartAt::Stream(freshness) => {
+            match Box::pin(stream_reading(shared, freshness, arrived, upstream, limits)).await {
+                Some(reading) => Ok(reading),
+                None => return Ok(Served::Upstream),
+            }
+        }
+        StartAt::Now | StartAt::After(_) => start_reading(shared, start),
+    };
+    // Matched on the value, not kept in a local: it is not kept while the watch lasts.
     let Reading {
         generation,
         initial,
         mut cursor,
         item_type,
         reader,
-    } = match start_reading(shared, start) {
+    } = match started {
         Ok(reading) => reading,
         Err(NotHeld::Released) => {
             tracing::debug!(
@@ -109,7 +145,7 @@ pub(crate) async fn watch(
     };
     let started_at = match start {
         StartAt::After(rv) => rv,
-        StartAt::Now => cursor,
+        StartAt::Now | StartAt::Stream(_) => cursor,
     };
     sink.send(&ok_head(), b"").await?;
     for line in initial {
@@ -191,13 +227,16 @@ struct Reading {
     reader: Reader,
 }
 
-/// Where a watch from `start` begins reading `shared`.
+/// Where a watch from `start` ([`StartAt::Now`] or [`StartAt::After`]) begins reading
+/// `shared`.
 fn start_reading(shared: &Arc<Shared>, start: StartAt) -> Result<Reading, NotHeld> {
     let mut state = shared.lock();
     let generation = state.generation;
     let item_type = state.store.item_type().cloned();
     let (initial, cursor) = match start {
-        StartAt::Now => (state.store.initial_events(), state.store.resource_version()),
+        StartAt::Now | StartAt::Stream(_) => {
+            (state.store.initial_events(), state.store.resource_version())
+        }
         StartAt::After(rv) => state.store.since(rv).map(|events| {
             let cursor = events.last().map_or(rv, |e| e.resource_version);
             (events.iter().map(|e| e.line.clone()).collect(), cursor)
@@ -209,6 +248,58 @@ fn start_reading(shared: &Arc<Shared>, start: StartAt) -> Result<Reading, NotHel
         initial,
         cursor,
         item_type,
+        reader,
+    })
+}
+
+/// Where a streaming list begins reading `shared` (see [`watch`]): the initial events and
+/// their end bookmark, then the store's events after them. `None` if it goes upstream.
+async fn stream_reading(
+    shared: &Arc<Shared>,
+    freshness: Freshness,
+    arrived: Instant,
+    upstream: &Upstream,
+    limits: OpLimits,
+) -> Option<Reading> {
+    let fresh = {
+        let state = shared.lock();
+        match freshness {
+            Freshness::Any => true,
+            Freshness::AtLeast(rv) => state.store.resource_version() >= rv,
+            Freshness::Consistent => state.consistent_since.is_some_and(|sent| sent >= arrived),
+        }
+    };
+    if fresh {
+        let mut reading = start_reading(shared, StartAt::Stream(freshness)).ok()?;
+        let end = initial_events_end_line(reading.item_type.as_ref()?, reading.cursor);
+        reading.initial.push(end);
+        return Some(reading);
+    }
+    let list = list_consistent(upstream, &shared.key, limits).await?;
+    if let Freshness::AtLeast(rv) = freshness
+        && list.resource_version < rv
+    {
+        return None;
+    }
+    let mut state = shared.lock();
+    // The store's events after the list follow it; if the store no longer reaches back to it
+    // (it was listed again since), the watch goes upstream.
+    state.store.since(list.resource_version).ok()?;
+    let mut initial: Vec<Bytes> = list
+        .items
+        .iter()
+        .map(|object| event_line("ADDED", &object.json))
+        .collect();
+    initial.push(initial_events_end_line(
+        &list.item_type,
+        list.resource_version,
+    ));
+    let reader = Reader::new(shared, &mut state, list.resource_version);
+    Some(Reading {
+        generation: state.generation,
+        initial,
+        cursor: list.resource_version,
+        item_type: Some(list.item_type),
         reader,
     })
 }

@@ -12,8 +12,8 @@
 //! with the path the check judged (`Access::authorize`).
 //!
 //! On a host that shares watches ([`crate::upstream::watch_cache`]), a watch from `""`, `"0"` or a
-//! numeric resourceVersion without `send_initial_events` is served from the shared watch of
-//! its collection instead, with the same completions.
+//! numeric resourceVersion, and a streaming list (`send_initial_events`), is served from the
+//! shared watch of its collection instead, with the same completions.
 //!
 //! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
 //! the upstream watch.
@@ -27,12 +27,12 @@ use wasmtime::{Caller, Linker};
 use super::op::{read_frame, start_op};
 use super::op_to_wasm;
 use super::respond::{LinePolicy, send_denied, send_head_and_lines, send_whole};
-use super::shared_watch::{self, Served};
+use super::shared_watch::{self, Served, SharedWatch};
 use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::runtime::state::{HostState, OpContext};
 use crate::upstream::client as upstream;
 use crate::upstream::request_info::RequestInfo;
-use crate::upstream::watch_cache::{StartAt, Subscription, WatchKey};
+use crate::upstream::watch_cache::{StartAt, WatchKey};
 
 /// Adds `watch` to `linker`.
 ///
@@ -60,24 +60,26 @@ fn is_collection_watch(info: &RequestInfo) -> bool {
 
 /// The shared watch that serves `request`, and where it starts, if the host shares watches
 /// and `request` is a collection watch the module may make, from `""`, `"0"` or a numeric
-/// resourceVersion, without `send_initial_events`.
-fn shared_route(ctx: &OpContext, request: &WatchRequest) -> Option<(Subscription, StartAt)> {
+/// resourceVersion, or a streaming list (`send_initial_events` with bookmarks) from any of
+/// those (see [`StartAt::of_watch`]).
+fn shared_route(ctx: &OpContext, request: &WatchRequest) -> Option<SharedWatch> {
+    let arrived = tokio::time::Instant::now();
     let watches = ctx.shared_watches.as_ref()?;
-    if request.send_initial_events {
-        return None;
-    }
-    let start = StartAt::parse(&request.resource_version)?;
+    let start = StartAt::of_watch(request)?;
     let mut http_request = upstream::build_watch_request(request).ok()?;
     let judged = ctx.access.authorize(&mut http_request).ok()?;
     if !is_collection_watch(&judged.info) {
         return None;
     }
-    let hint = match start {
-        StartAt::After(rv) => Some(rv),
-        StartAt::Now => None,
-    };
     let key = WatchKey::of_watch(watches.identity.clone(), http_request.uri().path(), request);
-    Some((watches.cache.subscribe(&key, &ctx.upstream, hint), start))
+    let subscription = watches
+        .cache
+        .subscribe(&key, &ctx.upstream, start.list_hint());
+    Some(SharedWatch {
+        subscription,
+        start,
+        arrived,
+    })
 }
 
 /// Runs one watch and sends its completions to `sink`.
@@ -99,9 +101,9 @@ pub fn run_watch(
     sink: CompletionSink,
 ) -> impl Future<Output = Result<(), ModuleGone>> + Send {
     async move {
-        if let Some((subscription, start)) = shared_route(&ctx, &request) {
-            let served =
-                Box::pin(shared_watch::watch(subscription, &request, start, &sink)).await?;
+        if let Some(routed) = shared_route(&ctx, &request) {
+            let served = shared_watch::watch(routed, &request, &ctx.upstream, ctx.limits, &sink);
+            let served = Box::pin(served).await?;
             if served == Served::Done {
                 return Ok(());
             }

@@ -10,8 +10,8 @@
 //! the cache checked when it first opened it, kept open, so nothing is read or checked again
 //! and a replaced entry in the cache folder changes nothing — and deserialises the metadata
 //! again, on a blocking thread: about 0.5 ms more for a resume that finds no other instance
-//! of its kind in memory (one ring module, README "A compiled module no instance holds is
-//! dropped"). A module is in memory from its loading until its first instance lets go.
+//! of its kind in memory (one ring module; the book's levers page, "Dropped compiled
+//! modules"). A module is in memory from its loading until its first instance lets go.
 //!
 //! A module compiled in memory (no cache, or an entry that could not be stored) has no file
 //! to come back from and stays in memory for the host's life.

@@ -54,7 +54,7 @@
 //! signal, streams) counts its idleness from its last unforeseen wake-up, not from its last
 //! timer, and is suspended between its timers when the next is far enough; the loop resumes
 //! it just ahead of its earliest timer, so the timer is delivered on time (see
-//! [`IdleThreshold::suspend_at`] and [`ResumeAhead`](crate::runtime::suspend::ResumeAhead)).
+//! [`IdleThreshold::suspend_at`] and [`ResumeAhead`]).
 //! Such planned resumes, and resumes by a timer, do not stretch its idle threshold.
 //!
 //! # Func-ref profiles

@@ -31,8 +31,9 @@ impl SuspendPolicy {
 
     /// The longest a module must stay suspended before its next timer for a suspend to be
     /// worth it (a shorter idle threshold is used instead): a snapshot and a resume of a few
-    /// MiB cost a few ms (README, "resume from disk"), so a requeue-driven controller that
-    /// wakes once a second still spends nearly all of it suspended.
+    /// MiB cost a few ms (the book's benchmark report, "Resume from disk"), so a
+    /// requeue-driven controller that wakes once a second still spends nearly all of it
+    /// suspended.
     pub const TIMER_GAP: Duration = Duration::from_millis(500);
 
     /// A policy suspending after `idle_after`, between timers too.

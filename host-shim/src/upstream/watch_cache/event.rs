@@ -333,6 +333,25 @@ pub fn bookmark_line(type_meta: &TypeMeta, resource_version: u64) -> Bytes {
     event_line("BOOKMARK", object.to_string().as_bytes())
 }
 
+/// The annotation kube-apiserver puts on the `BOOKMARK` that ends a streaming list's initial
+/// events.
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// The `BOOKMARK` that ends a streaming list's initial events at `resource_version`, as
+/// kube-apiserver's cacher sends it: an empty object of `type_meta` carrying the
+/// resourceVersion and the annotation `k8s.io/initial-events-end: "true"`.
+pub fn initial_events_end_line(type_meta: &TypeMeta, resource_version: u64) -> Bytes {
+    let object = serde_json::json!({
+        "kind": type_meta.kind,
+        "apiVersion": type_meta.api_version,
+        "metadata": {
+            "resourceVersion": resource_version.to_string(),
+            "annotations": {INITIAL_EVENTS_END: "true"},
+        },
+    });
+    event_line("BOOKMARK", object.to_string().as_bytes())
+}
+
 /// The `ERROR` event kube-apiserver's watch cache sends for a watch from a resourceVersion it
 /// no longer holds: a `410 Expired` Status, `too old resource version: <asked> (<oldest>)`.
 pub fn too_old_line(asked: u64, oldest: u64) -> Bytes {
@@ -403,6 +422,24 @@ mod tests {
             99,
         );
         assert_eq!(parse_watch_line(own), Ok(WatchLine::Bookmark(99)));
+    }
+
+    #[test]
+    fn the_initial_events_end_bookmark_is_the_cachers() {
+        let line = initial_events_end_line(
+            &TypeMeta {
+                kind: "ConfigMap".into(),
+                api_version: "v1".into(),
+            },
+            210,
+        );
+        assert_eq!(parse_watch_line(line.clone()), Ok(WatchLine::Bookmark(210)));
+        let event: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
+        assert_eq!(
+            event,
+            serde_json::json!({"type": "BOOKMARK", "object": {"kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": {"resourceVersion": "210", "annotations": {"k8s.io/initial-events-end": "true"}}}})
+        );
     }
 
     #[test]

@@ -21,9 +21,10 @@ use kube_wasm_abi::{DEFAULT_WATCH_TIMEOUT_SECS, ErrorCode, LineFramer, OpError, 
 use tokio::time::Instant;
 
 use super::event::{ParsedList, WatchLine, parse_list, parse_watch_line};
-use super::{Phase, Shared, WatchCache};
+use super::{Phase, Shared, WatchCache, WatchKey};
 use crate::backoff::{Backoff, BackoffState};
 use crate::upstream::client::{self as upstream, Upstream};
+use crate::upstream::limits::OpLimits;
 
 /// Retry delays of LISTs and WATCHes that failed.
 const RETRY: Backoff = Backoff {
@@ -103,10 +104,10 @@ pub(crate) fn run_informer(
         let mut start = Some(start);
         loop {
             let listed = list_until_given(&upstream, &shared, &cache, &mut retry, start.take());
-            let Some(list) = Box::pin(listed).await else {
+            let Some((list, consistent_since)) = Box::pin(listed).await else {
                 return;
             };
-            store_list(&shared, &cache, list);
+            store_list(&shared, &cache, list, consistent_since);
             loop {
                 let attempt = Instant::now();
                 match watch(&upstream, &shared, &cache).await {
@@ -126,30 +127,35 @@ pub(crate) fn run_informer(
 }
 
 /// LISTs until the API server gives the list (the first time from `start`: its seed, or
-/// `Exact` at its hint), after a backoff for each transient failure. `None` if the API server
-/// refuses the LIST: the cache forgets `shared`, whose watches then go upstream.
+/// `Exact` at its hint), after a backoff for each transient failure, with the time it was
+/// sent if it was a consistent LIST. `None` if the API server refuses the LIST: the cache
+/// forgets `shared`, whose watches then go upstream.
 async fn list_until_given(
     upstream: &Upstream,
     shared: &Arc<Shared>,
     cache: &WatchCache,
     retry: &mut BackoffState,
     start: Option<Start>,
-) -> Option<ParsedList> {
+) -> Option<(ParsedList, Option<Instant>)> {
     let (mut start_hint, mut seeded) = match start {
         Some(start) => (start.hint, start.seeded(&shared.key)),
         None => (None, None),
     };
     loop {
         let attempt = Instant::now();
-        let listed = match seeded.take() {
+        let (listed, consistent) = match seeded.take() {
             Some(list) => {
                 start_hint = None;
-                Ok(list)
+                (Ok(list), false)
             }
-            None => list(upstream, shared, cache, start_hint.take()).await,
+            None => {
+                let at = start_hint.take();
+                let key = &shared.key;
+                (list(upstream, key, cache.limits(), at).await, at.is_none())
+            }
         };
         match listed {
-            Ok(list) => return Some(list),
+            Ok(list) => return Some((list, consistent.then_some(attempt))),
             Err(ListFailure::Expired) => {}
             Err(ListFailure::Refused(status)) => {
                 tracing::info!(key = %shared.key, status, "the API server refused the shared LIST; watches of it go upstream one by one");
@@ -170,8 +176,14 @@ async fn list_until_given(
     }
 }
 
-/// Replaces the store of `shared` with `list`: the cache is ready, in a new generation.
-fn store_list(shared: &Shared, cache: &WatchCache, list: ParsedList) {
+/// Replaces the store of `shared` with `list` (a consistent LIST sent at `consistent_since`,
+/// or `None`): the cache is ready, in a new generation.
+fn store_list(
+    shared: &Shared,
+    cache: &WatchCache,
+    list: ParsedList,
+    consistent_since: Option<Instant>,
+) {
     tracing::debug!(key = %shared.key, rv = list.resource_version, items = list.items.len(), "shared LIST");
     shared.update(|state| {
         let released = state.store.history_bytes();
@@ -179,16 +191,44 @@ fn store_list(shared: &Shared, cache: &WatchCache, list: ParsedList) {
         cache.release_history(released);
         state.phase = Phase::Ready;
         state.generation += 1;
+        state.consistent_since = consistent_since;
     });
 }
 
+/// A consistent LIST of `key` now, as its identity: the state a consistent (or
+/// not-older-than) streaming list is served from when the shared store cannot show that it is
+/// fresh enough, as kube-apiserver's cacher waits for its cache to be. `None` if it fails: the
+/// watch then goes upstream, where it meets the same answer.
+pub(crate) async fn list_consistent(
+    upstream: &Upstream,
+    key: &WatchKey,
+    limits: OpLimits,
+) -> Option<ParsedList> {
+    match list(upstream, key, limits, None).await {
+        Ok(list) if !list.more => Some(list),
+        Ok(_) => None,
+        Err(failure) => {
+            let why = match failure {
+                ListFailure::Refused(status) => format!("refused with {status}"),
+                ListFailure::Expired => "410".to_owned(),
+                ListFailure::Transient(err) => err.to_string(),
+            };
+            tracing::debug!(key = %key, "no consistent LIST for a streaming list ({why}); it goes upstream");
+            None
+        }
+    }
+}
+
+/// One LIST of `key` (as its identity, through `upstream`): consistent, or `Exact` at `at`.
+///
+/// # Errors
+/// How it failed ([`ListFailure`]).
 async fn list(
     upstream: &Upstream,
-    shared: &Shared,
-    cache: &WatchCache,
+    key: &WatchKey,
+    limits: OpLimits,
     at: Option<u64>,
 ) -> Result<ParsedList, ListFailure> {
-    let key = &shared.key;
     let mut params = ListParams {
         label_selector: key.label_selector.clone(),
         field_selector: key.field_selector.clone(),
@@ -204,7 +244,6 @@ async fn list(
         builder.list(&params)
     }
     .map_err(|e| ListFailure::Transient(OpError::new(ErrorCode::InvalidRequest, e.to_string())))?;
-    let limits = cache.limits();
     let response = upstream
         .send_within(request.map(Body::from), limits.request_timeout)
         .await

@@ -147,7 +147,8 @@ pub fn list_key(
     }
 }
 
-/// Where a watch starts, in the API server's terms (its `resourceVersion` parameter).
+/// Where a watch starts, in the API server's terms (its `resourceVersion`,
+/// `sendInitialEvents` and `resourceVersionMatch` parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartAt {
     /// `""` or `"0"`: the current state as synthetic `ADDED` events, then changes. Both are
@@ -156,6 +157,25 @@ pub enum StartAt {
     /// A resourceVersion: every change after it, or `410 Gone` if the cache no longer holds
     /// them all.
     After(u64),
+    /// A streaming list (`sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`,
+    /// `allowWatchBookmarks=true`): the current objects, in a state not older than the
+    /// [`Freshness`], as `ADDED` events, then a `BOOKMARK` annotated
+    /// `k8s.io/initial-events-end: "true"` at that state's resourceVersion, then changes —
+    /// never a `410`, as kube-apiserver's cacher serves it.
+    Stream(Freshness),
+}
+
+/// How fresh the state a streaming list starts from must be (kube-apiserver's
+/// `resourceVersionMatch=NotOlderThan` with the watch's `resourceVersion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// `"0"`: any state (kube-runtime's `watcher::Config::streaming_lists()` asks this).
+    Any,
+    /// A resourceVersion: a state at least that new.
+    AtLeast(u64),
+    /// `""`: a consistent state, including every write completed before the request
+    /// (client-go's reflector asks this for its first streaming list).
+    Consistent,
 }
 
 impl StartAt {
@@ -165,6 +185,33 @@ impl StartAt {
         match resource_version {
             "" | "0" => Some(Self::Now),
             rv => rv.parse().ok().map(Self::After),
+        }
+    }
+
+    /// Where a module's watch request starts. `None` for what the cache does not serve: a
+    /// resourceVersion that is not a number, and `sendInitialEvents` without bookmarks (no
+    /// kube client sends it; the API server then sends no end bookmark, so it goes upstream).
+    pub fn of_watch(request: &WatchRequest) -> Option<Self> {
+        if !request.send_initial_events {
+            return Self::parse(&request.resource_version);
+        }
+        if !request.bookmarks {
+            return None;
+        }
+        let freshness = match request.resource_version.as_str() {
+            "" => Freshness::Consistent,
+            "0" => Freshness::Any,
+            rv => Freshness::AtLeast(rv.parse().ok()?),
+        };
+        Some(Self::Stream(freshness))
+    }
+
+    /// The resourceVersion a new shared watch's first LIST should be at exactly, so that
+    /// this start is served without a `410`: only a resume from a resourceVersion needs one.
+    pub fn list_hint(self) -> Option<u64> {
+        match self {
+            Self::After(rv) => Some(rv),
+            Self::Now | Self::Stream(_) => None,
         }
     }
 }
@@ -335,5 +382,42 @@ mod tests {
         assert_eq!(StartAt::parse("123"), Some(StartAt::After(123)));
         assert_eq!(StartAt::parse("abc"), None);
         assert_eq!(StartAt::parse("-1"), None);
+    }
+
+    fn watch(rv: &str, send_initial_events: bool, bookmarks: bool) -> WatchRequest {
+        WatchRequest {
+            path: "/api/v1/configmaps".into(),
+            label_selector: None,
+            field_selector: None,
+            timeout_seconds: None,
+            bookmarks,
+            send_initial_events,
+            resource_version: rv.into(),
+            metadata_only: false,
+        }
+    }
+
+    #[test]
+    fn streaming_lists_start_from_a_state_not_older_than_their_resource_version() {
+        let stream = |rv| StartAt::of_watch(&watch(rv, true, true));
+        assert_eq!(stream("0"), Some(StartAt::Stream(Freshness::Any)));
+        assert_eq!(stream(""), Some(StartAt::Stream(Freshness::Consistent)));
+        assert_eq!(stream("42"), Some(StartAt::Stream(Freshness::AtLeast(42))));
+        assert_eq!(stream("x"), None);
+        assert_eq!(
+            StartAt::of_watch(&watch("0", true, false)),
+            None,
+            "no end bookmark without bookmarks: upstream"
+        );
+        assert_eq!(
+            StartAt::of_watch(&watch("7", false, true)),
+            Some(StartAt::After(7))
+        );
+        assert_eq!(
+            StartAt::of_watch(&watch("", false, false)),
+            Some(StartAt::Now)
+        );
+        assert_eq!(StartAt::After(7).list_hint(), Some(7));
+        assert_eq!(StartAt::Stream(Freshness::AtLeast(7)).list_hint(), None);
     }
 }

@@ -5,9 +5,12 @@
 //! missed, or a `410 Expired` exactly as the API server would send it.
 //!
 //! What is served from the cache, as kube-apiserver's cacher serves it:
-//! - every `watch` op whose resourceVersion is `""`, `"0"` or a number and which does not ask
-//!   for `sendInitialEvents` (`serve::watch`);
-//! - every list (`GET` of a collection) with `resourceVersion=0` (`serve::list`), `limit`
+//! - every `watch` op whose resourceVersion is `""`, `"0"` or a number (`runtime::abi::shared_watch`),
+//!   streaming lists included (`sendInitialEvents=true` with `resourceVersionMatch=NotOlderThan`
+//!   and bookmarks: the current objects as `ADDED`, the `k8s.io/initial-events-end` bookmark,
+//!   then changes; a state the store cannot show to be fresh enough for the request is read by
+//!   a consistent LIST, see [`key::Freshness`]);
+//! - every list (`GET` of a collection) with `resourceVersion=0` (`runtime::abi::shared_watch::list`), `limit`
 //!   ignored as the cacher ignores it there.
 //!
 //! Everything else goes upstream as before: consistent lists (`resourceVersion` unset, which
@@ -50,7 +53,7 @@ use crate::metrics::{CacheTotals, Metrics};
 use crate::upstream::client::Upstream;
 use crate::upstream::identity::ServiceAccount;
 use crate::upstream::limits::OpLimits;
-pub use key::{StartAt, WatchKey};
+pub use key::{Freshness, StartAt, WatchKey};
 use store::Store;
 
 /// How the shared-watch cache is sized.
@@ -124,6 +127,10 @@ pub(crate) struct State {
     /// Bumped at every LIST that replaces the store: watches served from an older
     /// generation are ended, as kube-apiserver ends its watchers when its cache is rebuilt.
     pub(crate) generation: u64,
+    /// When the LIST the store holds was sent, if it was a consistent one (no
+    /// resourceVersion, read from etcd): its state includes every write completed before
+    /// then, so a consistent streaming list that arrived earlier may be served from it.
+    pub(crate) consistent_since: Option<Instant>,
 }
 
 /// One shared watch: its store and who is subscribed.
@@ -326,6 +333,7 @@ impl WatchCache {
                         store: Store::new(self.inner.settings.history_events),
                         phase: Phase::Starting,
                         generation: 0,
+                        consistent_since: None,
                     }),
                     changed,
                     subscribers: AtomicUsize::new(0),
