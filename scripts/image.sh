@@ -44,6 +44,7 @@ Example (then see deploy/README.md):
 
 Environment:
   KUBE_WASM_CACHE    cache root for the apt log (default \$HOME/.cache/kube-wasm)
+  CARGO_TARGET_DIR   cargo's target folder for the build (default: the workspace's target/)
   SOURCE_DATE_EPOCH  the time in the image (default: HEAD's commit time)
 EOF
 }
@@ -75,7 +76,7 @@ build_binary() {
   (cd "$REPO_ROOT" && cargo build --locked --profile "$profile" --target "$TARGET" -p host-shim >&2)
   dir=$profile
   [[ $profile == dev ]] && dir=debug
-  printf '%s/target/%s/%s/host-shim\n' "$REPO_ROOT" "$TARGET" "$dir"
+  printf '%s/%s/%s/host-shim\n' "${CARGO_TARGET_DIR:-$REPO_ROOT/target}" "$TARGET" "$dir"
 }
 
 cmd_build() {

@@ -3,7 +3,8 @@
 #   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host), a short
 #   run of every fuzz target (scripts/fuzz.sh),
 #   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
-#   wasm modules in the host shim against a real kube-apiserver + etcd started here.
+#   wasm modules in the host shim against a real kube-apiserver + etcd started here, and the
+#   host's image (scripts/image.sh) run by a one-node cluster with a kubelet (scripts/cluster.sh).
 # Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
 # cached under ~/.cache/kube-wasm after the first run).
 set -euo pipefail
@@ -25,15 +26,21 @@ if ! dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev pkg-config
 fi
 
-step "control plane and OCI registry: provisioned in the background while the Rust steps run"
+step "control plane, node, OCI registry and the host's image: made in the background while the Rust steps run"
 # kube-apiserver, kubectl and etcd are built from their Go module sources the first time
 # (control-plane/; about 4 minutes on 2 idle cores, then cached); the Rust build leaves cores
 # idle in its long single-crate stretches, and nothing before the end-to-end steps needs the
 # control plane or the registry. Its own
 # process group (setsid), so that a run ending early stops the whole provisioning; its log is
-# printed when it is awaited.
+# printed when it is awaited. Then the node's parts (kube-controller-manager, kube-scheduler and
+# kubelet from the same module, Debian's containerd and runc, the sandbox image; about 3
+# minutes more cold) and the host's image (a release build of host-shim for
+# x86_64-unknown-linux-musl in a target folder of its own, so that it never waits for the
+# foreground's lock; about 8 minutes cold on 2 idle cores).
 provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
-setsid bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision' \
+setsid bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision \
+  && scripts/cluster.sh provision \
+  && CARGO_TARGET_DIR=target/image scripts/image.sh build target/image/oci' \
   >"$provision_log" 2>&1 &
 provision_pid=$!
 trap 'kill -- "-$provision_pid" 2>/dev/null || true' EXIT
@@ -97,20 +104,32 @@ package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-w
   -p kube-wasm 2>&1) || { printf '%s\n' "$package_log" >&2; exit 1; }
 if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
-step "end to end: wait for the provisioning, start a control plane and an OCI registry"
+step "end to end: wait for the provisioning, start a control plane, an OCI registry and a one-node cluster"
 provisioned=0
 wait "$provision_pid" || provisioned=$?
 cat "$provision_log" >&2
 rm -f "$provision_log"
 if ((provisioned != 0)); then
-  echo "provisioning the control plane or the registry failed (exit $provisioned)" >&2
+  echo "provisioning the control plane, the node, the registry or the image failed (exit $provisioned)" >&2
   exit 1
 fi
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
 registry_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-registry.XXXXXX")
-trap 'scripts/control-plane.sh stop "$cp_dir" || true; scripts/registry.sh stop "$registry_dir" || true' EXIT
+cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cluster.XXXXXX")
+trap 'scripts/cluster.sh stop "$cluster_dir" || true; scripts/control-plane.sh stop "$cp_dir" || true
+  scripts/registry.sh stop "$registry_dir" || true' EXIT
 scripts/control-plane.sh start "$cp_dir" >/dev/null
 scripts/registry.sh start "$registry_dir" >/dev/null
+KUBE_WASM_REGISTRY=$(sed -n 's/^REGISTRY=//p' "$registry_dir/env")
+# The host's image in the test registry, by digest; the cluster (its own control plane, so the
+# other tests never meet its controllers) pulls it from there.
+KUBE_WASM_HOST_IMAGE=$(scripts/image.sh push --insecure target/image/oci \
+  "$KUBE_WASM_REGISTRY/kube-wasm/host-shim:test")
+export KUBE_WASM_HOST_IMAGE KUBE_WASM_HOST_IMAGE_LAYOUT="$PWD/target/image/oci"
+cluster_started=$SECONDS
+scripts/cluster.sh start --registry "$KUBE_WASM_REGISTRY" "$cluster_dir" >/dev/null
+echo "one-node cluster ready in $((SECONDS - cluster_started))s; host image $KUBE_WASM_HOST_IMAGE" >&2
+export KUBE_WASM_CLUSTER_DIR="$cluster_dir"
 set -a
 # shellcheck disable=SC1091
 . "$cp_dir/env"
@@ -123,7 +142,6 @@ export KUBE_WASM_CONTROL_PLANE_DIR="$cp_dir"
 export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
 export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
 export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"
-KUBE_WASM_REGISTRY=$(sed -n 's/^REGISTRY=//p' "$registry_dir/env")
 export KUBE_WASM_REGISTRY KUBE_WASM_REGISTRY_DIR="$registry_dir"
 
 step "end to end: wasm modules in the host shim against the real apiserver"
