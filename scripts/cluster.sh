@@ -425,6 +425,8 @@ kill_containers() {
   done
   for id in $(ctr_in "$node" -n k8s.io containers ls -q 2>/dev/null); do
     ctr_in "$node" -n k8s.io containers delete "$id" >/dev/null 2>&1 || true
+    # libcni's cache of the sandbox's networks (their CNI DEL never runs).
+    rm -f /var/lib/cni/results/*"-$id-"*
   done
 }
 

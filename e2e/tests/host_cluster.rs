@@ -104,7 +104,8 @@ fn module_runs(logs: &PodLogs) -> Vec<Interval> {
         .collect()
 }
 
-#[tokio::test]
+// Two workers: the Pods' logs are followed by a task while the test blocks on kubectl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_runs_fails_over_and_rolls_over_on_a_kubelet() {
     let cluster = Cluster::from_env();
     let client = cluster.client().await;
