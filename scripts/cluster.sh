@@ -39,6 +39,15 @@ $NAT_CHAIN, with route_localnet on the bridge) take Pods' connections to the 'ku
 Service ($KUBERNETES_SERVICE_IP:443, what in-cluster configuration reads from
 KUBERNETES_SERVICE_HOST) to the apiserver, and to $NODE_IP:REGISTRY_PORT to the registry.
 
+What it changes on this machine while it runs, and puts back on stop: the bridge, the chains
+$NAT_CHAIN (nat) and $FORWARD_CHAIN (filter), cgroups below this session's own memory cgroup
+(the same path in every v1 hierarchy), and the kernel settings a kubelet sets on start
+(vm.overcommit_memory=1, kernel.panic=10, kernel.panic_on_oops=1, …; saved first).
+Where this process lacks CAP_SYS_RESOURCE (a negative oom_score_adj is refused), containerd
+keeps containers' oom_score_adj at least its own (restrict_oom_score_adj) and the kubelet
+keeps its own at 0: otherwise runc fails every sandbox ("can't get final child's PID from
+pipe") and the kubelet logs that it cannot set -999.
+
 Commands:
   provision        Build kube-controller-manager, kube-scheduler and kubelet (control-plane.sh
                    provision-node), install containerd, runc, containernetworking-plugins,
