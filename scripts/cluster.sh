@@ -20,6 +20,8 @@ readonly KUBERNETES_SERVICE_IP=10.96.0.1
 readonly PAUSE_IMAGE=kube-wasm.local/pause:3.10
 readonly NAT_CHAIN=KUBE-WASM
 readonly FORWARD_CHAIN=KUBE-WASM-FORWARD
+# Which folder's cluster made the bridge and the chains (one per machine).
+readonly OWNER_FILE=/run/kube-wasm/cluster
 export DEBIAN_FRONTEND=noninteractive
 
 usage() {
@@ -157,7 +159,8 @@ make_cgroup_root() {
   local node=$1 root=$2 hierarchy path part
   : >"$node/cgroups.created"
   for hierarchy in /sys/fs/cgroup/*/; do
-    [[ -f $hierarchy/cgroup.procs && $hierarchy != */unified/ ]] || continue
+    # The unified (v2) hierarchy of a hybrid layout too: runc makes the same path there.
+    [[ -f $hierarchy/cgroup.procs ]] || continue
     path=${hierarchy%/}
     IFS=/ read -r -a parts <<<"${root#/}"
     for part in "${parts[@]}"; do
@@ -184,9 +187,17 @@ save_sysctls() {
 }
 
 setup_network() {
-  local node=$1 api_port=$2 registry_port=$3
-  ip link show "$BRIDGE" >/dev/null 2>&1 \
-    && die "bridge $BRIDGE exists: another cluster runs on this machine (${0##*/} stop DIR)"
+  local node=$1 api_port=$2 registry_port=$3 owner
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    owner=$(cat "$OWNER_FILE" 2>/dev/null || true)
+    if [[ -n $owner ]] && pid_alive "$owner/node/containerd.pid" "$owner/"; then
+      die "bridge $BRIDGE exists: the cluster in $owner runs (${0##*/} stop $owner)"
+    fi
+    log "removing the network a stopped cluster left behind (${owner:-unknown folder})"
+    remove_network
+  fi
+  mkdir -p "${OWNER_FILE%/*}"
+  printf '%s\n' "${node%/node}" >"$OWNER_FILE"
   echo "$BRIDGE" >"$node/bridge"
   ip link add "$BRIDGE" type bridge
   ip addr add "$NODE_IP/${POD_SUBNET#*/}" dev "$BRIDGE"
@@ -479,6 +490,13 @@ remove_cgroups() {
 teardown_network() {
   local node=$1
   [[ -f $node/bridge ]] || return 0
+  remove_network
+  [[ $(cat "$OWNER_FILE" 2>/dev/null) != "${node%/node}" ]] || rm -f "$OWNER_FILE"
+  rm -f "$node/bridge"
+}
+
+# Removes the bridge and the chains (whoever's they were).
+remove_network() {
   iptables -w -t nat -D PREROUTING -i "$BRIDGE" -j "$NAT_CHAIN" 2>/dev/null || true
   iptables -w -t nat -F "$NAT_CHAIN" 2>/dev/null || true
   iptables -w -t nat -X "$NAT_CHAIN" 2>/dev/null || true
@@ -486,7 +504,6 @@ teardown_network() {
   iptables -w -F "$FORWARD_CHAIN" 2>/dev/null || true
   iptables -w -X "$FORWARD_CHAIN" 2>/dev/null || true
   ip link del "$BRIDGE" 2>/dev/null || true
-  rm -f "$node/bridge"
 }
 
 restore_sysctls() {
