@@ -12,17 +12,24 @@ ensure_oci_tools() {
 # oci_image LAYOUT TAG ROOTFS CREATED [umoci config flags…] — makes LAYOUT (an OCI image
 # layout, created if missing) hold the image TAG: one layer with the contents of the folder
 # ROOTFS at /, the image config's `created` CREATED (RFC 3339) and the given config flags
-# (--config.entrypoint, --config.user, --config.label, …). Every file's time is set to CREATED
-# and the layout garbage-collected, so the same ROOTFS, CREATED and flags give the same digest.
+# (--config.entrypoint, --config.user, --config.label, …). The layer is a ustar archive GNU tar
+# writes (names sorted, owner root, every time CREATED), added verbatim (`umoci raw
+# add-layer`, which compresses it): so the same ROOTFS, CREATED and flags give the same digest.
+# (`umoci insert` of Debian's umoci 0.4.7 leaves the archive unterminated: the last file's
+# padding and the end-of-archive blocks are missing, which GNU tar refuses.)
 oci_image() {
-  local layout=$1 tag=$2 rootfs=$3 created=$4
+  local layout=$1 tag=$2 rootfs=$3 created=$4 layer
   shift 4
-  find "$rootfs" -exec touch -h -d "$created" {} +
   [[ -f $layout/index.json ]] || umoci init --layout "$layout"
   umoci new --image "$layout:$tag"
   umoci config --image "$layout:$tag" --no-history --created "$created" \
     --os linux --architecture amd64 "$@"
-  umoci insert --no-history --image "$layout:$tag" "$rootfs" / 2>/dev/null
+  layer=$(mktemp)
+  (cd "$rootfs" && find . -mindepth 1 -maxdepth 1 -printf '%P\0' | LC_ALL=C sort -z \
+    | tar --null --files-from=- --sort=name --format=ustar --owner=0 --group=0 \
+      --numeric-owner --mtime="$created" -cf "$layer")
+  umoci raw add-layer --no-history --image "$layout:$tag" "$layer"
+  rm -f "$layer"
   umoci gc --layout "$layout"
 }
 
