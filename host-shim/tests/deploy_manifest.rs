@@ -9,7 +9,8 @@ use host_shim::runtime::options::ModuleSource;
 
 #[test]
 fn the_example_wasm_controller_is_valid() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/example/configmap-mirror.yaml");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/example/configmap-mirror.yaml");
     let text = std::fs::read_to_string(&path).expect("deploy/example/configmap-mirror.yaml");
     let resource = text
         .split("\n---\n")
