@@ -238,12 +238,21 @@ async fn the_host_runs_fails_over_and_rolls_over_on_a_kubelet() {
         &holder,
         "--wait=false",
     ]);
-    let others: BTreeMap<String, String> = first
-        .iter()
-        .filter(|(name, _)| **name != holder)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let next = holder_among(&client, &others).await;
+    // Another live replica takes it: a survivor, or the Deployment's new Pod if that joined
+    // first and the module's weight is highest there.
+    let next = eventually(
+        PROMPTLY,
+        "the module Running on another replica",
+        || async {
+            let ready = ready_pods(&pods).await;
+            let object = wc::api(&client, DEMO).get(MODULE).await.ok()?;
+            let status = object.data.get("status")?;
+            let host = status["host"].as_str()?;
+            (status["phase"] == "Running" && host != holder && ready.contains_key(host))
+                .then(|| host.to_owned())
+        },
+    )
+    .await;
     mirror(&client, "after-delete").await;
     let moved = deleted_at.elapsed();
     eprintln!("deleting {holder}'s Pod: the module mirrors on {next} {moved:?} later");
