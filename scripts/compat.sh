@@ -66,11 +66,11 @@ for version in "${versions[@]}"; do
   step "Kubernetes $server: end-to-end suite"
   e2e_log="$out/e2e-$server.log"
   e2e=0
-  run_e2e_suite 2>&1 | tee "$e2e_log" >&2 || e2e=$?
+  run_e2e_suite --no-fail-fast 2>&1 | tee "$e2e_log" >&2 || e2e=$?
   step "Kubernetes $server: parity suite"
   parity_log="$out/parity-$server.log"
   parity=0
-  run_parity_suite 2>&1 | tee "$parity_log" >&2 || parity=$?
+  run_parity_suite --no-fail-fast 2>&1 | tee "$parity_log" >&2 || parity=$?
   stop_suite_infra
   ((e2e == 0 && parity == 0)) || failed=1
   rows+=("| $server | $(cell "$e2e" "$e2e_log") | $(cell "$parity" "$parity_log") |")

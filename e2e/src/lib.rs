@@ -66,6 +66,24 @@ pub async fn client() -> Client {
         .expect("a client for the test control plane")
 }
 
+/// Whether the API server `client` talks to serves streaming lists (a watch with
+/// `sendInitialEvents=true`): kube-apiserver answers one with a 422 while its `WatchList`
+/// feature gate is off (1.33's default; on by default from 1.34). Asked with one streaming
+/// watch of the ConfigMaps of namespace `default`, closed at once.
+///
+/// # Panics
+/// If the server answers otherwise than by serving the watch or a 422.
+pub async fn serves_streaming_lists(client: &Client) -> bool {
+    let params = kube::api::WatchParams::streaming_lists().timeout(1);
+    let config_maps =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default");
+    match config_maps.watch(&params, "0").await {
+        Ok(_) => true,
+        Err(kube::Error::Api(status)) if status.code == 422 => false,
+        Err(err) => panic!("asking whether the API server serves streaming lists: {err}"),
+    }
+}
+
 /// Creates a namespace with a unique name starting with `prefix`. (Kubernetes 1.20 without a
 /// controller-manager never finishes deleting namespaces, so tests leave theirs behind in the
 /// throwaway cluster.)
