@@ -72,7 +72,7 @@ async fn start_watchers(
         "sharedWatches: true\nstopTimeout: 1s",
         &entries,
     );
-    let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
+    let host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
     let watching = format!("{mode}: watching");
     eventually(WAIT, "every module to watch", || async {
         let started = host
@@ -92,7 +92,7 @@ async fn start_watchers(
 /// and one upstream plain WATCH of those ConfigMaps, and `sent_as_is` streaming lists (the
 /// host's first, which tells it the server serves them).
 async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str], sent_as_is: usize) {
-    let (mut host, ns, cms) = start_watchers(mode, prefix).await;
+    let (host, ns, cms) = start_watchers(mode, prefix).await;
     cms.create(&PostParams::default(), &labelled("cm-1"))
         .await
         .expect("create");
