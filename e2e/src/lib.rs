@@ -5,7 +5,9 @@
 //! ([`manifest`]), the host's metrics ([`metrics`]), object builders ([`objects`]) and
 //! comparable cluster state ([`state`]), the test OCI registry ([`registry`]) and
 //! WasmController resources ([`wasm_controllers`]) and the host replicas that share them
-//! ([`replicas`]), and the TCP connections a process holds ([`sockets`]).
+//! ([`replicas`]), the TCP connections a process holds ([`sockets`]), `deploy/` rendered
+//! through a kustomize overlay and the host's image ([`deploy`]), and the one-node cluster
+//! ([`cluster`]).
 //!
 //! Every test needs these variables, which `scripts/test.sh` sets; a test run without them
 //! fails with a message naming the missing one:
@@ -17,9 +19,15 @@
 //! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`];
 //! - `APISERVER_PORT`: its kube-apiserver's port, for [`sockets::apiserver_port`];
 //! - `KUBE_WASM_REGISTRY`, `KUBE_WASM_REGISTRY_DIR`: the test OCI registry (`host:port`, plain
-//!   HTTP) and its folder, for [`registry`].
+//!   HTTP) and its folder, for [`registry`];
+//! - `KUBE_WASM_HOST_IMAGE`, `KUBE_WASM_HOST_IMAGE_LAYOUT`: the host's image in the test
+//!   registry (by digest) and the OCI layout it was pushed from, for [`deploy`];
+//! - `KUBE_WASM_CLUSTER_DIR`: the one-node cluster's folder (`scripts/cluster.sh`), for
+//!   [`cluster`].
 
 pub mod audit;
+pub mod cluster;
+pub mod deploy;
 pub mod manifest;
 pub mod metrics;
 pub mod objects;
@@ -56,6 +64,24 @@ pub async fn client() -> Client {
     Client::try_default()
         .await
         .expect("a client for the test control plane")
+}
+
+/// Whether the API server `client` talks to serves streaming lists (a watch with
+/// `sendInitialEvents=true`): kube-apiserver answers one with a 422 while its `WatchList`
+/// feature gate is off (1.33's default; on by default from 1.34). Asked with one streaming
+/// watch of the ConfigMaps of namespace `default`, closed at once.
+///
+/// # Panics
+/// If the server answers otherwise than by serving the watch or a 422.
+pub async fn serves_streaming_lists(client: &Client) -> bool {
+    let params = kube::api::WatchParams::streaming_lists().timeout(1);
+    let config_maps =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "default");
+    match config_maps.watch(&params, "0").await {
+        Ok(_) => true,
+        Err(kube::Error::Api(status)) if status.code == 422 => false,
+        Err(err) => panic!("asking whether the API server serves streaming lists: {err}"),
+    }
 }
 
 /// Creates a namespace with a unique name starting with `prefix`. (Kubernetes 1.20 without a

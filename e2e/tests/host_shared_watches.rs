@@ -1,16 +1,19 @@
 //! Shared watches against the real apiserver: modules watching the same ConfigMaps with the
 //! same selector cause exactly one upstream LIST and one upstream WATCH (counted in the
 //! apiserver's audit log), and every module still sees every event, in order — plain watches
-//! and streaming lists alike; a controller that shares nothing lists each collection once, as
-//! natively.
+//! and streaming lists alike (once the server has accepted the first, sent as it is); a
+//! server that refuses streaming lists refuses each module's; a controller that shares
+//! nothing lists each collection once, as natively.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube_wasm_e2e::audit::audited_requests;
+use kube_wasm_e2e::audit::{AuditedRequest, audited_requests};
 use kube_wasm_e2e::manifest::{Entry, start_manifest, write_manifest};
 use kube_wasm_e2e::objects::mirrored;
-use kube_wasm_e2e::{client, eventually, fresh_namespace, kubeconfig_for, scratch_dir};
+use kube_wasm_e2e::{
+    client, eventually, fresh_namespace, kubeconfig_for, scratch_dir, serves_streaming_lists,
+};
 use std::time::Duration;
 
 const MODULES: usize = 5;
@@ -39,12 +42,13 @@ fn events_seen(mode: &str, lines: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs MODULES api-checks modules in `mode` (each watching the ConfigMaps labelled
-/// `api-checks=forever` of one namespace until the host ends it) in one host with shared
-/// watches, makes three changes, and checks that each module printed `want` and that the
-/// audit log holds one upstream LIST and one upstream WATCH of those ConfigMaps (a plain one:
-/// not a streaming list).
-async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str]) {
+/// MODULES api-checks modules in `mode` (each watching the ConfigMaps labelled
+/// `api-checks=forever` of a fresh namespace until the host ends it, the first of them
+/// created) in one host with shared watches: the host, its namespace and a client for it.
+async fn start_watchers(
+    mode: &str,
+    prefix: &str,
+) -> (kube_wasm_e2e::Program, String, Api<ConfigMap>) {
     let client = client().await;
     let ns = fresh_namespace(&client, prefix).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
@@ -68,7 +72,7 @@ async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str]) {
         "sharedWatches: true\nstopTimeout: 1s",
         &entries,
     );
-    let mut host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
+    let host = start_manifest(&kubeconfig_for(&ns, &dir), &manifest);
     let watching = format!("{mode}: watching");
     eventually(WAIT, "every module to watch", || async {
         let started = host
@@ -80,7 +84,15 @@ async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str]) {
         (started == MODULES).then_some(())
     })
     .await;
+    (host, ns, cms)
+}
 
+/// Runs MODULES api-checks modules in `mode` (see [`start_watchers`]), makes three changes,
+/// and checks that each module printed `want` and that the audit log holds one upstream LIST
+/// and one upstream plain WATCH of those ConfigMaps, and `sent_as_is` streaming lists (the
+/// host's first, which tells it the server serves them).
+async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str], sent_as_is: usize) {
+    let (host, ns, cms) = start_watchers(mode, prefix).await;
     cms.create(&PostParams::default(), &labelled("cm-1"))
         .await
         .expect("create");
@@ -104,7 +116,11 @@ async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str]) {
     }
 
     let requests = audited_requests("configmaps", &ns);
-    let watches = requests.iter().filter(|r| r.verb == "watch").count();
+    let streamed = |r: &&AuditedRequest| r.uri.contains("sendInitialEvents=true");
+    let watches = requests
+        .iter()
+        .filter(|r| r.verb == "watch" && !streamed(r))
+        .count();
     let lists = requests.iter().filter(|r| r.verb == "list").count();
     assert_eq!(
         watches, 1,
@@ -114,19 +130,23 @@ async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str]) {
         lists, 1,
         "one upstream LIST for the shared watch: {requests:#?}"
     );
-    assert!(
-        requests
-            .iter()
-            .all(|r| !r.uri.contains("sendInitialEvents")),
-        "no module's streaming list went upstream: {requests:#?}"
+    assert_eq!(
+        requests.iter().filter(streamed).count(),
+        sent_as_is,
+        "streaming lists sent upstream as they are: {requests:#?}"
     );
+    stop_and_await_closed_watches(host, &ns).await;
+}
 
+/// Ends `host` and waits until the audit log shows every watch of namespace `ns`'s ConfigMaps
+/// closed.
+async fn stop_and_await_closed_watches(mut host: kube_wasm_e2e::Program, ns: &str) {
     let _ = host.terminate(Duration::from_secs(30));
     eventually(
         Duration::from_secs(10),
         "the shared watch to be closed",
         || async {
-            let open = audited_requests("configmaps", &ns)
+            let open = audited_requests("configmaps", ns)
                 .iter()
                 .filter(|r| r.verb == "watch" && !r.stages.iter().any(|s| s == "ResponseComplete"))
                 .count();
@@ -139,7 +159,7 @@ async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str]) {
 #[tokio::test]
 async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() {
     let want = ["Added cm-0", "Added cm-1", "Modified cm-1", "Deleted cm-0"];
-    identical_watches_share("watch-forever", "shared", &want).await;
+    identical_watches_share("watch-forever", "shared", &want, 0).await;
 }
 
 #[tokio::test]
@@ -147,6 +167,11 @@ async fn identical_streaming_lists_share_one_upstream_watch_and_each_sees_every_
     // kube-runtime's watcher with `streaming_lists()`: a watch with sendInitialEvents=true and
     // resourceVersionMatch=NotOlderThan from "0", served from the shared watch's store as the
     // API server's cacher serves it: the objects, the initial-events-end bookmark, changes.
+    // The first goes upstream as it is: its answer tells the host the server serves them.
+    if !serves_streaming_lists(&client().await).await {
+        streaming_lists_refused_by_the_server_are_refused_to_every_module().await;
+        return;
+    }
     let want = [
         "Added cm-0",
         "synced",
@@ -154,7 +179,36 @@ async fn identical_streaming_lists_share_one_upstream_watch_and_each_sees_every_
         "Applied cm-1",
         "Deleted cm-0",
     ];
-    identical_watches_share("stream-forever", "streamed", &want).await;
+    identical_watches_share("stream-forever", "streamed", &want, 1).await;
+}
+
+/// On a server whose WatchList feature gate is off, each module's streaming list goes
+/// upstream as it is and gets the server's 422, as natively; nothing is shared.
+async fn streaming_lists_refused_by_the_server_are_refused_to_every_module() {
+    let (host, ns, _) = start_watchers("stream-forever", "refused").await;
+    let refusal =
+        "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
+    for i in 0..MODULES {
+        let name = format!("watcher-{i}");
+        eventually(WAIT, &format!("{name} to be refused"), || async {
+            let errors: Vec<String> = events_seen("stream-forever", &host.module_output(&name));
+            (!errors.is_empty()
+                && errors
+                    .iter()
+                    .all(|e| e.starts_with("error ") && e.contains(refusal)))
+            .then_some(())
+        })
+        .await;
+    }
+    let requests = audited_requests("configmaps", &ns);
+    assert!(
+        requests.iter().filter(|r| r.verb == "watch").count() >= MODULES
+            && requests
+                .iter()
+                .all(|r| r.verb == "watch" && r.uri.contains("sendInitialEvents=true")),
+        "every module's streaming list sent as it is, nothing shared: {requests:#?}"
+    );
+    stop_and_await_closed_watches(host, &ns).await;
 }
 
 #[tokio::test]

@@ -654,6 +654,32 @@ fn streams_upstream(seen: &Mutex<Vec<Seen>>) -> usize {
         .count()
 }
 
+fn is_streaming(req: &Seen) -> bool {
+    req.uri
+        .query()
+        .is_some_and(|q| q.contains("sendInitialEvents=true"))
+}
+
+/// Upstream WATCHes that are not streaming lists (a shared watch's, or a module's own).
+fn plain_watches(seen: &Mutex<Vec<Seen>>) -> usize {
+    count(seen, true) - streams_upstream(seen)
+}
+
+/// A server's answer to a streaming list: `opened` at 41, the bookmark that ends the initial
+/// events, then the end of the watch.
+fn streamed_by_the_server() -> Reply {
+    let bookmark = r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"41","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
+    let body = format!("{}\n{bookmark}\n", event("ADDED", "opened", 41));
+    Reply::new(200, vec![Ok(body.into_bytes())])
+}
+
+/// The module whose streaming list is the host's first: it goes upstream as it is, and its
+/// 2xx answer tells the host the API server serves streaming lists (`streamed_by_the_server`
+/// answers it).
+fn opener() -> (&'static str, Vec<u8>) {
+    ("opener", watch_guest(&stream_from("0", None)))
+}
+
 /// Whether `name` got the bookmark that ends a streaming list's initial events.
 fn got_initial_events_end(run: &common::Run, name: &str) -> bool {
     run.lines_of(name).iter().any(|line| {
@@ -664,18 +690,31 @@ fn got_initial_events_end(run: &common::Run, name: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_lists_from_zero_are_served_from_the_store() {
-    // The informer's WATCH sends nothing: each module's initial events are the LIST's state.
+    // The opener's streaming list is answered by the server; then the informer's WATCH sends
+    // nothing: each later module's initial events are the LIST's state.
     let closed = Arc::new(AtomicBool::new(false));
     let (client, seen) = fake_client(move |req| {
-        if is_watch(req) {
+        if is_streaming(req) {
+            streamed_by_the_server()
+        } else if is_watch(req) {
             Reply::new(200, vec![]).hanging(closed.clone())
         } else {
             Reply::ok(&list_body(41, &["b", "a"]))
         }
     });
     let upstream = Upstream::new(client, "https://fake.invalid");
-    let guest = watch_guest(&stream_from("0", Some(1)));
-    let run = run_shared(upstream, &[("s1", guest.clone()), ("s2", guest)]).await;
+    let guest = late_watch_guest(&stream_from("0", Some(1)), 500);
+    let run = run_shared(upstream, &[opener(), ("s1", guest.clone()), ("s2", guest)]).await;
+    assert_eq!(
+        events_of(&run, "opener"),
+        [
+            "head",
+            "ADDED opened 41",
+            "BOOKMARK  41",
+            r#"{"kind":"end"}"#
+        ],
+        "the host's first streaming list, answered by the server"
+    );
     for name in ["s1", "s2"] {
         assert_eq!(
             run.outcome(name),
@@ -697,8 +736,49 @@ async fn streaming_lists_from_zero_are_served_from_the_store() {
         assert!(got_initial_events_end(&run, name), "{}", run.output);
     }
     assert_eq!(count(&seen, false), 1, "one upstream LIST");
-    assert_eq!(count(&seen, true), 1, "one upstream WATCH");
-    assert_eq!(streams_upstream(&seen), 0, "no streaming list upstream");
+    assert_eq!(plain_watches(&seen), 1, "one upstream WATCH");
+    assert_eq!(
+        streams_upstream(&seen),
+        1,
+        "the opener's streaming list alone upstream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_lists_a_server_refuses_are_refused_to_every_module() {
+    // The WatchList feature gate off: the server answers each streaming list with a 422, and
+    // each module's goes upstream as it is and gets it; nothing is shared.
+    let refusal = r#"{"kind":"Status","code":422,"reason":"Invalid","message":"sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"}"#;
+    let (client, seen) = fake_client(move |req| {
+        if is_streaming(req) {
+            Reply::new(422, vec![Ok(refusal.as_bytes().to_vec())])
+        } else {
+            Reply::ok(&list_body(41, &["a"]))
+        }
+    });
+    let upstream = Upstream::new(client, "https://fake.invalid");
+    let guest = watch_guest(&stream_from("0", Some(1)));
+    let run = run_shared(upstream, &[("s1", guest.clone()), ("s2", guest)]).await;
+    for name in ["s1", "s2"] {
+        assert_eq!(
+            run.outcome(name),
+            &ModuleOutcome::Exited(0),
+            "{}",
+            run.output
+        );
+        let lines = run.lines_of(name).join("\n");
+        assert!(
+            lines.contains(r#""status":422"#) && lines.contains("WatchList feature gate"),
+            "{name} got the server's refusal: {lines}"
+        );
+    }
+    assert_eq!(
+        streams_upstream(&seen),
+        2,
+        "each module's streaming list upstream"
+    );
+    assert_eq!(count(&seen, false), 0, "no shared LIST");
+    assert_eq!(plain_watches(&seen), 0, "no shared WATCH");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -709,7 +789,9 @@ async fn a_consistent_streaming_list_of_an_older_shared_watch_reads_a_consistent
     let closed = Arc::new(AtomicBool::new(false));
     let lists = Arc::new(AtomicUsize::new(0));
     let (client, seen) = fake_client(move |req| {
-        if is_watch(req) {
+        if is_streaming(req) {
+            streamed_by_the_server()
+        } else if is_watch(req) {
             events_42_and_43(&closed)
         } else if lists.fetch_add(1, Ordering::SeqCst) == 0 {
             Reply::ok(&list_body(41, &["a"]))
@@ -722,6 +804,7 @@ async fn a_consistent_streaming_list_of_an_older_shared_watch_reads_a_consistent
         shared_settings(Duration::from_secs(30)),
         &[
             ("early", watch_guest(&watch_from("0", Some(2)))),
+            opener(),
             ("late", late_watch_guest(&stream_from("", Some(1)), 1000)),
         ],
     )
@@ -748,21 +831,28 @@ async fn a_consistent_streaming_list_of_an_older_shared_watch_reads_a_consistent
         2,
         "the shared LIST and the consistent one"
     );
-    assert_eq!(count(&seen, true), 1, "one upstream WATCH");
-    assert_eq!(streams_upstream(&seen), 0, "no streaming list upstream");
+    assert_eq!(plain_watches(&seen), 1, "one upstream WATCH");
+    assert_eq!(
+        streams_upstream(&seen),
+        1,
+        "the opener's streaming list alone upstream"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streaming_list_newer_than_the_api_server_state_goes_upstream() {
     // resourceVersionMatch=NotOlderThan 45, but the API server's state is at 41 (the shared
-    // LIST and the consistent one): the API server answers such a watch itself.
+    // LIST and the consistent one): the API server answers such a watch itself. (The
+    // opener's streaming list, the host's first, went upstream before it.)
     let closed = Arc::new(AtomicBool::new(false));
     let (client, seen) = fake_client(move |req| {
-        let streaming = req
+        let from_45 = req
             .uri
             .query()
-            .is_some_and(|q| q.contains("sendInitialEvents=true"));
-        if streaming {
+            .is_some_and(|q| q.contains("resourceVersion=45"));
+        if is_streaming(req) && !from_45 {
+            streamed_by_the_server()
+        } else if is_streaming(req) {
             let line = event("ADDED", "upstream", 46);
             Reply::new(200, vec![Ok(format!("{line}\n").into_bytes())])
         } else if is_watch(req) {
@@ -774,7 +864,10 @@ async fn a_streaming_list_newer_than_the_api_server_state_goes_upstream() {
     let upstream = Upstream::new(client, "https://fake.invalid");
     let run = run_shared(
         upstream,
-        &[("ahead", watch_guest(&stream_from("45", None)))],
+        &[
+            opener(),
+            ("ahead", late_watch_guest(&stream_from("45", None), 500)),
+        ],
     )
     .await;
     assert_eq!(
@@ -789,18 +882,15 @@ async fn a_streaming_list_newer_than_the_api_server_state_goes_upstream() {
     );
     assert_eq!(
         streams_upstream(&seen),
-        1,
-        "the module's own streaming list"
+        2,
+        "the opener's and the module's own streaming list"
     );
     let stream = seen
         .lock()
         .expect("log")
         .iter()
-        .find(|r| {
-            r.uri
-                .query()
-                .is_some_and(|q| q.contains("sendInitialEvents"))
-        })
+        .filter(|r| is_streaming(r))
+        .nth(1)
         .map(|r| r.uri.to_string())
         .expect("sent");
     assert!(

@@ -11,7 +11,7 @@ use kube::api::{
     Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt, WatchEvent,
     WatchParams,
 };
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, CustomResource, CustomResourceExt, KubeSchema};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -242,8 +242,19 @@ async fn streaming_lists(client: &Client, ns: &str) -> anyhow::Result<()> {
 
     // `Api::watch` with `WatchParams::streaming_lists`: the objects, then the bookmark that
     // ends them.
+    // A server whose WatchList feature gate is off (1.33's default) refuses it with a 422.
     let wp = WatchParams::streaming_lists().labels("api-checks=stream");
-    let mut events = cms.watch(&wp, "0").await?.boxed();
+    let mut events = match cms.watch(&wp, "0").await {
+        Ok(events) => events.boxed(),
+        Err(kube::Error::Api(status)) => {
+            println!(
+                "streaming watch: refused {} {}: {}",
+                status.code, status.reason, status.message
+            );
+            return Ok(());
+        }
+        Err(err) => return Err(err.into()),
+    };
     let mut added = Vec::new();
     while let Some(event) = events.try_next().await? {
         match event {
@@ -300,14 +311,15 @@ async fn streaming_lists(client: &Client, ns: &str) -> anyhow::Result<()> {
 
 /// The `stream-forever` mode: a `watcher` with streaming lists on the ConfigMaps labelled
 /// `api-checks=forever`, printing each event (`stream-forever: Added <name>` for the initial
-/// objects, `synced` at their end, then `Applied`/`Deleted`), ignoring stop requests so the
-/// host has to end it.
+/// objects, `synced` at their end, then `Applied`/`Deleted`; `error <err>` when the server
+/// refuses, retried with kube's default backoff), ignoring stop requests so the host has to
+/// end it.
 pub async fn stream_forever(client: Client, ns: &str) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(client, ns);
     let config = watcher::Config::default()
         .labels("api-checks=forever")
         .streaming_lists();
-    let mut stream = watcher(cms, config).boxed();
+    let mut stream = watcher(cms, config).default_backoff().boxed();
     println!("stream-forever: watching");
     while let Some(event) = stream.next().await {
         match event {

@@ -13,7 +13,9 @@
 //!
 //! On a host that shares watches ([`crate::upstream::watch_cache`]), a watch from `""`, `"0"` or a
 //! numeric resourceVersion, and a streaming list (`send_initial_events`), is served from the
-//! shared watch of its collection instead, with the same completions.
+//! shared watch of its collection instead, with the same completions; streaming lists only
+//! once the API server has accepted one sent as it is
+//! ([`crate::upstream::watch_cache::streaming`]).
 //!
 //! Dropping the op's task (cancel, or the module ending) drops the response body and so closes
 //! the upstream watch.
@@ -32,6 +34,7 @@ use crate::runtime::ops::{CompletionSink, ModuleGone, OpKind};
 use crate::runtime::state::{HostState, OpContext};
 use crate::upstream::client as upstream;
 use crate::upstream::request_info::RequestInfo;
+use crate::upstream::watch_cache::streaming::{Probe, StreamingRoute};
 use crate::upstream::watch_cache::{StartAt, WatchKey};
 
 /// Adds `watch` to `linker`.
@@ -101,19 +104,31 @@ pub fn run_watch(
     sink: CompletionSink,
 ) -> impl Future<Output = Result<(), ModuleGone>> + Send {
     async move {
-        if let Some(routed) = shared_route(&ctx, &request) {
+        let probe = match &ctx.shared_watches {
+            Some(watches) if matches!(StartAt::of_watch(&request), Some(StartAt::Stream(_))) => {
+                match watches.cache.streaming_lists().route().await {
+                    StreamingRoute::Cache => None,
+                    StreamingRoute::Upstream(probe) => Some(probe),
+                }
+            }
+            _ => None,
+        };
+        if probe.is_none()
+            && let Some(routed) = shared_route(&ctx, &request)
+        {
             let served = shared_watch::watch(routed, &request, &ctx.upstream, ctx.limits, &sink);
             let served = Box::pin(served).await?;
             if served == Served::Done {
                 return Ok(());
             }
         }
-        Box::pin(watch_upstream(&ctx, &request, &sink)).await
+        Box::pin(watch_upstream(&ctx, &request, probe, &sink)).await
     }
 }
 
 /// Builds and judges `request` and sends it upstream as the module's own watch, and its
-/// answer to `sink`: each way it can go (denied, an answer that is not a watch, the events)
+/// answer to `sink`; a 2xx answer to a streaming list that is the host's `probe` tells the
+/// cache the server serves them. Each way it can go (denied, an answer that is not a watch, the events)
 /// is boxed in turn. Built here, not kept from [`shared_route`], so that no HTTP request is
 /// held while a shared watch serves the op; a watch the shared route declined is thus
 /// built and judged twice (microseconds, once per watch).
@@ -123,6 +138,7 @@ pub fn run_watch(
 async fn watch_upstream(
     ctx: &OpContext,
     request: &WatchRequest,
+    probe: Option<Probe>,
     sink: &CompletionSink,
 ) -> Result<(), ModuleGone> {
     let mut http_request = upstream::build_watch_request(request);
@@ -140,6 +156,12 @@ async fn watch_upstream(
         Err(err) => return sink.send(&Completion::Error(err), b"").await,
     };
     let status = response.status();
+    // A refused probe is dropped here, before its answer is sent: the next one may go.
+    if let Some(probe) = probe
+        && status.is_success()
+    {
+        probe.accepted();
+    }
     if !status.is_success() {
         let headers = upstream::header_pairs(response.headers());
         return Box::pin(send_whole(

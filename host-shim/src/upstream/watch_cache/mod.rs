@@ -9,7 +9,8 @@
 //!   streaming lists included (`sendInitialEvents=true` with `resourceVersionMatch=NotOlderThan`
 //!   and bookmarks: the current objects as `ADDED`, the `k8s.io/initial-events-end` bookmark,
 //!   then changes; a state the store cannot show to be fresh enough for the request is read by
-//!   a consistent LIST, see [`key::Freshness`]);
+//!   a consistent LIST, see [`key::Freshness`]) once the API server has shown it serves
+//!   them ([`streaming`]);
 //! - every list (`GET` of a collection) with `resourceVersion=0` (`runtime::abi::shared_watch::list`), `limit`
 //!   ignored as the cacher ignores it there.
 //!
@@ -37,6 +38,7 @@ pub mod event;
 pub mod informer;
 pub mod key;
 pub mod store;
+pub mod streaming;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,6 +57,7 @@ use crate::upstream::identity::ServiceAccount;
 use crate::upstream::limits::OpLimits;
 pub use key::{Freshness, StartAt, WatchKey};
 use store::Store;
+use streaming::StreamingLists;
 
 /// How the shared-watch cache is sized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +213,7 @@ struct Inner {
     history_bytes: AtomicUsize,
     lingering: Arc<Lingering>,
     seeds: Mutex<Seeds>,
+    streaming: StreamingLists,
 }
 
 /// The host's shared watches. Cheap to clone.
@@ -239,8 +243,15 @@ impl WatchCache {
                 history_bytes: AtomicUsize::new(0),
                 lingering: Arc::new(Lingering::new(settings.max_lingering)),
                 seeds: Mutex::new(Seeds::default()),
+                streaming: StreamingLists::default(),
             }),
         }
+    }
+
+    /// Whether the API server serves streaming lists, as far as this cache knows (see
+    /// [`streaming`]).
+    pub(crate) fn streaming_lists(&self) -> &StreamingLists {
+        &self.inner.streaming
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<WatchKey, Entry>> {

@@ -2,9 +2,10 @@
 //! list (`watcher::Config::streaming_lists()`: a watch with `sendInitialEvents=true`, then the
 //! `k8s.io/initial-events-end` bookmark) keeps a store of the ConfigMaps labelled
 //! `parity/streamed=yes` and, once the initial events end and after every change, reports the
-//! store's contents (names and their `parity/n` data, sorted). Alongside, one `Api::watch`
+//! store's contents (names and their `n` data, sorted). Alongside, one `Api::watch`
 //! with `WatchParams::streaming_lists()` reports its initial objects and the bookmark's
-//! annotation, then its changes.
+//! annotation, then its changes. A server that refuses streaming lists (its WatchList feature
+//! gate off, 1.33's default) answers the watch with a 422: reported, and nothing more runs.
 
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -20,6 +21,18 @@ const LABELS: &str = "parity/streamed=yes";
 async fn main() -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let config_maps = Api::<ConfigMap>::default_namespaced(client);
+    let params = WatchParams::streaming_lists().labels(LABELS);
+    let events = match config_maps.watch(&params, "0").await {
+        Ok(events) => events,
+        Err(kube::Error::Api(status)) => {
+            observe(
+                "watch",
+                format!("refused {} {}", status.code, status.reason),
+            );
+            return Ok(());
+        }
+        Err(err) => return Err(err.into()),
+    };
     let config = watcher::Config::default().labels(LABELS).streaming_lists();
     let (store, writer) = reflector::store();
     let reflected = async {
@@ -34,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
                 .state()
                 .iter()
                 .map(|cm| {
-                    let data = cm.data.as_ref().and_then(|d| d.get("parity/n").cloned());
+                    let data = cm.data.as_ref().and_then(|d| d.get("n").cloned());
                     format!("{}={}", cm.name_any(), data.unwrap_or_default())
                 })
                 .collect();
@@ -44,8 +57,7 @@ async fn main() -> anyhow::Result<()> {
         anyhow::Ok(())
     };
     let raw = async {
-        let params = WatchParams::streaming_lists().labels(LABELS);
-        let mut events = std::pin::pin!(config_maps.watch(&params, "0").await?);
+        let mut events = std::pin::pin!(events);
         let mut initial = Vec::new();
         let mut ended = false;
         while let Some(event) = events.try_next().await? {
