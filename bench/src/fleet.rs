@@ -13,6 +13,7 @@ use kube_wasm_e2e::metrics::{fetch, free_local_addr};
 use kube_wasm_e2e::sockets::established_to;
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::Cgroup;
 use crate::memory::{self, Sample};
 
 /// How the controllers run. Every variant runs the same controller source.
@@ -148,6 +149,14 @@ fn log_file(dir: &Path, name: &str) -> anyhow::Result<File> {
     File::create(&path).with_context(|| format!("creating {}", path.display()))
 }
 
+/// A command running `program`, inside `cgroup` if given.
+fn command_in(cgroup: Option<&Cgroup>, program: &Path) -> Command {
+    match cgroup {
+        Some(group) => group.command(program),
+        None => Command::new(program),
+    }
+}
+
 /// The host manifest of a launch: one module per link, named `ring-<i>`.
 pub fn manifest(setup: &Setup, variant: Variant, links: &[Link], metrics: SocketAddr) -> String {
     let entries: Vec<Entry> = links
@@ -203,11 +212,25 @@ impl Fleet {
         links: &[Link],
         dir: &Path,
     ) -> anyhow::Result<Self> {
+        Self::start_in(setup, variant, links, dir, None)
+    }
+
+    /// [`Fleet::start`], every process inside `cgroup` if given.
+    ///
+    /// # Errors
+    /// If a process cannot be started or a file written.
+    pub fn start_in(
+        setup: &Setup,
+        variant: Variant,
+        links: &[Link],
+        dir: &Path,
+        cgroup: Option<&Cgroup>,
+    ) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         if variant == Variant::Native {
             let mut children = Vec::with_capacity(links.len());
             for (i, link) in links.iter().enumerate() {
-                let child = Command::new(&setup.ring_native)
+                let child = command_in(cgroup, &setup.ring_native)
                     .env("KUBECONFIG", &setup.kubeconfig)
                     .env("RING_SOURCE", &link.source)
                     .env("RING_TARGET", &link.target)
@@ -224,9 +247,12 @@ impl Fleet {
                 metrics_addr: None,
             });
         }
-        Self::start_host(setup, dir, |metrics| {
-            manifest(setup, variant, links, metrics)
-        })
+        Self::start_host_in(
+            setup,
+            dir,
+            |metrics| manifest(setup, variant, links, metrics),
+            cgroup,
+        )
     }
 
     /// Starts native processes, each `(name, command)` with its stdout and stderr in
@@ -261,12 +287,25 @@ impl Fleet {
         dir: &Path,
         manifest: impl FnOnce(SocketAddr) -> String,
     ) -> anyhow::Result<Self> {
+        Self::start_host_in(setup, dir, manifest, None)
+    }
+
+    /// [`Fleet::start_host`], the host inside `cgroup` if given.
+    ///
+    /// # Errors
+    /// If the host cannot be started or a file written.
+    pub fn start_host_in(
+        setup: &Setup,
+        dir: &Path,
+        manifest: impl FnOnce(SocketAddr) -> String,
+        cgroup: Option<&Cgroup>,
+    ) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let metrics = free_local_addr().context("finding a free loopback port")?;
         let path = dir.join("host.yaml");
         std::fs::write(&path, manifest(metrics))
             .with_context(|| format!("writing {}", path.display()))?;
-        let child = Command::new(&setup.host_shim)
+        let child = command_in(cgroup, &setup.host_shim)
             .arg("run")
             .arg("--kubeconfig")
             .arg(&setup.kubeconfig)
