@@ -24,7 +24,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::Cgroup;
-use crate::fleet::Variant;
+use crate::fleet::{Setup, Variant};
 use crate::stats;
 use crate::workloads::{Bench, Params, RingRun};
 
@@ -108,6 +108,7 @@ impl Bench {
     /// (`None`: unlimited).
     async fn ring_in_group(
         &self,
+        setup: &Setup,
         variant: Variant,
         n: usize,
         tag: &str,
@@ -116,7 +117,9 @@ impl Bench {
     ) -> anyhow::Result<(RingRun, u64)> {
         drop_page_cache();
         let group = Cgroup::create(tag, limit)?;
-        let run = self.ring_in(variant, n, 0, tag, p, Some(&group)).await;
+        let run = self
+            .ring_in(setup, variant, n, 0, tag, p, Some(&group))
+            .await;
         let kills = group.oom_kills().unwrap_or_default();
         run.map(|run| (run, kills)).map_err(|err| {
             if kills > 0 {
@@ -139,8 +142,23 @@ impl Bench {
         p: &Params,
         tag: &str,
     ) -> anyhow::Result<Budget> {
+        self.budget_with(&self.setup, variant, n, p, tag).await
+    }
+
+    /// [`Bench::budget`] with the binaries and settings of `setup`.
+    ///
+    /// # Errors
+    /// If the unconstrained launch fails.
+    pub async fn budget_with(
+        &self,
+        setup: &Setup,
+        variant: Variant,
+        n: usize,
+        p: &Params,
+        tag: &str,
+    ) -> anyhow::Result<Budget> {
         let (unconstrained, _) = self
-            .ring_in_group(variant, n, &format!("{tag}-free"), p, None)
+            .ring_in_group(setup, variant, n, &format!("{tag}-free"), p, None)
             .await
             .context("the launch without a limit")?;
         let figures = unconstrained
@@ -157,7 +175,8 @@ impl Bench {
                 limit / GRANULE
             );
             let tag = format!("{tag}-{i}");
-            let (held, note) = match self.ring_in_group(variant, n, &tag, p, Some(limit)).await {
+            let launched = self.ring_in_group(setup, variant, n, &tag, p, Some(limit));
+            let (held, note) = match launched.await {
                 Ok((run, 0)) => match stats::percentile(&run.reconcile_ms, 99.0) {
                     Some(p99) if p99 <= bound => (true, format!("p99 {p99:.1} ms")),
                     Some(p99) => (false, format!("p99 {p99:.1} ms > {bound:.1} ms")),
@@ -217,12 +236,28 @@ impl Bench {
         window: Duration,
         tag: &str,
     ) -> anyhow::Result<IdleCpu> {
+        self.idle_cpu_with(&self.setup, variant, n, window, tag)
+            .await
+    }
+
+    /// [`Bench::idle_cpu`] with the binaries and settings of `setup`.
+    ///
+    /// # Errors
+    /// If the launch fails.
+    pub async fn idle_cpu_with(
+        &self,
+        setup: &Setup,
+        variant: Variant,
+        n: usize,
+        window: Duration,
+        tag: &str,
+    ) -> anyhow::Result<IdleCpu> {
         let p = Params {
             settle: window,
             cycles: 1,
             ..self.params.clone()
         };
-        let (run, _) = self.ring_in_group(variant, n, tag, &p, None).await?;
+        let (run, _) = self.ring_in_group(setup, variant, n, tag, &p, None).await?;
         let figures = run.cgroup.context("the launch ran in a group")?;
         let secs = figures.settle_ms as f64 / 1000.0;
         Ok(IdleCpu {
@@ -230,6 +265,134 @@ impl Bench {
             n,
             cpu_s_per_hour: figures.settle_cpu_ns as f64 / 1e9 / secs * 3600.0,
             window_s: secs,
+        })
+    }
+}
+
+/// A memory lever judged again under the budget (issue #44): on in the host by default,
+/// each one off in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetLever {
+    /// `releaseIdleCode`: the host releases the compiled code of modules no instance runs,
+    /// and its own, every 2 s.
+    ReleaseIdleCode,
+    /// `funcRefProfile`: a module's func refs ordered by its first run's profile.
+    FuncRefProfile,
+    /// `host-shim/hot-text.order`: the host's hot functions linked together.
+    HotText,
+    /// `-no-pie`: the host linked position-dependent.
+    PositionDependent,
+}
+
+impl BudgetLever {
+    /// Every lever, in report order.
+    pub const ALL: [BudgetLever; 4] = [
+        BudgetLever::ReleaseIdleCode,
+        BudgetLever::FuncRefProfile,
+        BudgetLever::HotText,
+        BudgetLever::PositionDependent,
+    ];
+
+    /// Its name in the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            BudgetLever::ReleaseIdleCode => "releaseIdleCode",
+            BudgetLever::FuncRefProfile => "funcRefProfile",
+            BudgetLever::HotText => "hot-text order",
+            BudgetLever::PositionDependent => "position-dependent link (-no-pie)",
+        }
+    }
+
+    /// `setup` with the lever off: a setting, or the host built without it (`builds`);
+    /// `None` if that build was not given.
+    pub fn off(self, setup: &Setup, builds: &LeverBuilds) -> Option<Setup> {
+        let mut off = setup.clone();
+        match self {
+            BudgetLever::ReleaseIdleCode => off.release_idle_code = false,
+            BudgetLever::FuncRefProfile => off.func_ref_profile = false,
+            BudgetLever::HotText => off.host_shim = builds.without_hot_text.clone()?,
+            BudgetLever::PositionDependent => off.host_shim = builds.pie.clone()?,
+        }
+        Some(off)
+    }
+}
+
+/// The host built with a build-time lever off (`scripts/bench.sh` builds them).
+#[derive(Debug, Clone, Default)]
+pub struct LeverBuilds {
+    /// Linked without `hot-text.order` (`KUBE_WASM_HOST_HOT_TEXT=0`).
+    pub without_hot_text: Option<std::path::PathBuf>,
+    /// Linked position-independent (`KUBE_WASM_HOST_PIE=1`).
+    pub pie: Option<std::path::PathBuf>,
+}
+
+/// One lever off against every lever on, under the budget, at one N.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LeverJudgement {
+    /// The lever.
+    pub lever: BudgetLever,
+    /// How the controllers ran.
+    pub variant: Variant,
+    /// Controllers.
+    pub n: usize,
+    /// The budget with the lever off.
+    pub off: Budget,
+    /// The idle CPU with the lever off.
+    pub off_cpu: IdleCpu,
+}
+
+/// A lever stays when turning it off moves the budget or the idle CPU by at least this
+/// much (2 %).
+pub const LEVER_PAYS: f64 = 0.02;
+
+/// The first measured cycle's event→reconcile latency of a launch (the event after the idle
+/// settle time, when released code must come back), in ms.
+pub fn next_event_ms(run: &RingRun) -> Option<f64> {
+    run.reconcile_ms.first().copied()
+}
+
+/// Whether a lever whose off state measured `off` (budget bytes, CPU s/h) against `on` pays:
+/// either figure worse by at least [`LEVER_PAYS`] without it. `None` if a budget is missing.
+pub fn lever_pays(on: (Option<u64>, f64), off: (Option<u64>, f64)) -> Option<bool> {
+    let (on_bytes, off_bytes) = (on.0? as f64, off.0? as f64);
+    let budget_gain = (off_bytes - on_bytes) / on_bytes;
+    let cpu_gain = if on.1 > 0.0 {
+        (off.1 - on.1) / on.1
+    } else {
+        0.0
+    };
+    Some(budget_gain >= LEVER_PAYS || cpu_gain >= LEVER_PAYS)
+}
+
+impl Bench {
+    /// Measures `lever` off (`setup_off`) by budget and idle CPU for `variant` at `n`.
+    ///
+    /// # Errors
+    /// If a launch without a limit fails.
+    #[expect(clippy::too_many_arguments, reason = "one judgement's every choice")]
+    pub async fn judge_lever(
+        &self,
+        lever: BudgetLever,
+        setup_off: &Setup,
+        variant: Variant,
+        n: usize,
+        p: &Params,
+        window: Duration,
+        tag: &str,
+    ) -> anyhow::Result<LeverJudgement> {
+        let off = self
+            .budget_with(setup_off, variant, n, p, &format!("{tag}-b"))
+            .await?;
+        let off_cpu = self
+            .idle_cpu_with(setup_off, variant, n, window, &format!("{tag}-c"))
+            .await?;
+        Ok(LeverJudgement {
+            lever,
+            variant,
+            n,
+            off,
+            off_cpu,
         })
     }
 }
@@ -247,5 +410,19 @@ mod tests {
         let mid = next_limit(mib(100), mib(110)).expect("10 % apart");
         assert!(mid > mib(100) && mid < mib(110));
         assert_eq!(mid % GRANULE, 0);
+    }
+
+    #[test]
+    fn a_lever_pays_when_either_figure_worsens_by_two_percent_without_it() {
+        let mib = |n: u64| Some(n * GRANULE);
+        assert_eq!(lever_pays((mib(100), 10.0), (mib(103), 10.0)), Some(true));
+        assert_eq!(lever_pays((mib(100), 10.0), (mib(101), 10.1)), Some(false));
+        assert_eq!(
+            lever_pays((mib(100), 10.0), (mib(99), 10.5)),
+            Some(true),
+            "CPU"
+        );
+        assert_eq!(lever_pays((mib(100), 0.0), (mib(100), 5.0)), Some(false));
+        assert_eq!(lever_pays((None, 1.0), (mib(100), 1.0)), None);
     }
 }

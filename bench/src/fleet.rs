@@ -114,6 +114,9 @@ pub struct Setup {
     /// Whether shared watches release the history every live watch has taken after a few
     /// seconds (the manifest's `releaseReadHistory`, on in the host by default).
     pub release_read_history: bool,
+    /// Whether modules' func refs are profiled and ordered (the manifest's `funcRefProfile`,
+    /// on in the host by default).
+    pub func_ref_profile: bool,
 }
 
 impl Setup {
@@ -191,9 +194,10 @@ pub fn host_manifest(
     metrics: SocketAddr,
 ) -> String {
     let settings = format!(
-        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleCode: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
+        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleCode: {}\nfuncRefProfile: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
         setup.release_read_history,
         setup.release_idle_code,
+        setup.func_ref_profile,
         setup.compile_in_child,
         setup.http2,
         quote(&metrics.to_string()),
@@ -579,6 +583,7 @@ mod tests {
             suspend_idle_after: "2s".into(),
             suspend_between_timers: true,
             release_read_history: true,
+            func_ref_profile: true,
             release_idle_code: true,
             compile_in_child: true,
             http2: true,

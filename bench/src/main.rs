@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 
+use kube_wasm_bench::budget::{BudgetLever, LeverBuilds};
 use kube_wasm_bench::fleet::{self, Setup, Variant};
 use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
@@ -143,6 +144,27 @@ struct Cli {
     /// Seconds over which the idle CPU is measured.
     #[arg(long, default_value_t = 120)]
     idle_cpu_secs: u64,
+    /// Memory levers judged again under the budget (comma-separated; empty skips it): each
+    /// one off in turn, its budget and idle CPU against every lever on, at
+    /// `--budget-lever-n` ring controllers in one host (the wasm variant).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "release-idle-code,func-ref-profile,hot-text,position-dependent"
+    )]
+    budget_levers: Vec<BudgetLever>,
+    /// Ring controllers of the levers' budgets.
+    #[arg(long, default_value_t = 100)]
+    budget_lever_n: usize,
+    /// The host built without `hot-text.order` (`KUBE_WASM_HOST_HOT_TEXT=0`), for the
+    /// hot-text lever; without it that lever is not judged.
+    #[arg(long)]
+    host_without_hot_text: Option<PathBuf>,
+    /// The host built position-independent (`KUBE_WASM_HOST_PIE=1`), for the
+    /// position-dependent lever; without it that lever is not judged.
+    #[arg(long)]
+    host_pie: Option<PathBuf>,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
     /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each, cold start of at
     /// most 20 modules (replacing those options).
@@ -218,6 +240,7 @@ async fn main() -> anyhow::Result<()> {
         http2: true,
         suspend_between_timers: true,
         release_read_history: true,
+        func_ref_profile: true,
     };
     let mut context = machine_context();
     context.push((
@@ -455,6 +478,49 @@ async fn main() -> anyhow::Result<()> {
             budgets.push(budget);
         }
     }
+    let mut lever_judgements = Vec::new();
+    if !cli.budget_levers.is_empty() && variants.contains(&Variant::Wasm) {
+        let n = cli.budget_lever_n;
+        let window = Duration::from_secs(cli.idle_cpu_secs);
+        if !budgets
+            .iter()
+            .any(|b| b.variant == Variant::Wasm && b.n == n)
+        {
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            eprintln!("bench: budget ring N={n} wasm, every lever on (namespaces {tag}-*)");
+            budgets.push(bench.budget(Variant::Wasm, n, &budget_params, &tag).await?);
+        }
+        if cli.idle_cpu_n != n || !budget_variants.contains(&Variant::Wasm) {
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            idle_cpu.push(bench.idle_cpu(Variant::Wasm, n, window, &tag).await?);
+        }
+        let builds = LeverBuilds {
+            without_hot_text: cli.host_without_hot_text.clone(),
+            pie: cli.host_pie.clone(),
+        };
+        for &lever in &cli.budget_levers {
+            let Some(off) = lever.off(&bench.setup, &builds) else {
+                eprintln!(
+                    "bench: lever {} not judged: its build was not given",
+                    lever.label()
+                );
+                continue;
+            };
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            eprintln!(
+                "bench: lever {} off, ring N={n} wasm (namespaces {tag}-*)",
+                lever.label()
+            );
+            let judged = bench
+                .judge_lever(lever, &off, Variant::Wasm, n, &budget_params, window, &tag)
+                .await
+                .with_context(|| format!("the lever {} off", lever.label()))?;
+            lever_judgements.push(judged);
+        }
+    }
     if cli.idle_cpu_n > 0 {
         for &v in &budget_variants {
             launch += 1;
@@ -524,6 +590,7 @@ async fn main() -> anyhow::Result<()> {
         replicas_skipped,
         budgets,
         idle_cpu,
+        lever_judgements,
     });
     for dir in std::iter::once(&out).chain(&cli.book) {
         for file in report.write(dir)? {

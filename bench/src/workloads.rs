@@ -241,17 +241,20 @@ impl Bench {
         run: usize,
         tag: &str,
     ) -> anyhow::Result<RingRun> {
-        self.ring_in(variant, n, run, tag, &self.params, None).await
+        self.ring_in(&self.setup, variant, n, run, tag, &self.params, None)
+            .await
     }
 
-    /// [`Bench::ring`] with the parameters `p`, every process inside `cgroup` if given (its
-    /// figures then in the run's [`RingRun::cgroup`]).
+    /// [`Bench::ring`] with the binaries and settings of `setup` and the parameters `p`, every
+    /// process inside `cgroup` if given (its figures then in the run's [`RingRun::cgroup`]).
     ///
     /// # Errors
     /// If a controller dies (the OOM killer's victims too), a cycle times out or the cluster
     /// refuses a request.
+    #[expect(clippy::too_many_arguments, reason = "one launch's every choice")]
     pub async fn ring_in(
         &self,
+        setup: &Setup,
         variant: Variant,
         n: usize,
         run: usize,
@@ -265,8 +268,7 @@ impl Bench {
         let mut arrivals = cluster::watch_arrivals(&self.client, &last);
         let audit_from = audit::mark(&self.audit_log)?;
         let started = Instant::now();
-        let mut fleet =
-            Fleet::start_in(&self.setup, variant, &links, &self.launch_dir(tag), cgroup)?;
+        let mut fleet = Fleet::start_in(setup, variant, &links, &self.launch_dir(tag), cgroup)?;
 
         let mut nonce = 1;
         cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;

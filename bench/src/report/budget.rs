@@ -121,7 +121,7 @@ fn mib(bytes: u64) -> String {
 /// the kernel charged, anonymous and file-backed), the probes, and the idle CPU.
 pub fn section(m: &Measured) -> String {
     let mut s = String::new();
-    if m.budgets.is_empty() && m.idle_cpu.is_empty() {
+    if m.budgets.is_empty() && m.idle_cpu.is_empty() && m.lever_judgements.is_empty() {
         return s;
     }
     s.push_str("\n## Memory budgets (cgroup limits)\n\n");
@@ -168,6 +168,59 @@ pub fn section(m: &Measured) -> String {
                 c.window_s
             );
         }
+    }
+    s.push_str(&levers_section(m));
+    s
+}
+
+/// The levers judged under the budget: each off against every lever on, with whether it
+/// pays (see [`crate::budget::lever_pays`]).
+fn levers_section(m: &Measured) -> String {
+    let mut s = String::new();
+    if m.lever_judgements.is_empty() {
+        return s;
+    }
+    s.push_str(
+        "\n### The memory levers under the budget\n\nEach lever off in turn against every lever \
+         on: the budget, the idle CPU, and the next event's event→reconcile latency (the first \
+         cycle after the idle settle time, when released code comes back). A lever stays when \
+         turning it off costs at least 2 % of budget or idle CPU.\n\n| lever | N | budget on → \
+         off MiB | idle CPU on → off s/h | next event on → off ms | verdict |\n|---|---|---|---|---|---|\n",
+    );
+    for j in &m.lever_judgements {
+        let on = budget_of(m, j.variant, j.n);
+        let on_cpu = m
+            .idle_cpu
+            .iter()
+            .find(|c| c.variant == j.variant && c.n == j.n);
+        let bytes = |b: Option<u64>| b.map_or("none".into(), mib);
+        let next = |b: Option<&Budget>| {
+            b.and_then(|b| crate::budget::next_event_ms(&b.unconstrained))
+                .map_or("-".into(), |ms| format!("{ms:.1}"))
+        };
+        let verdict = match (on, on_cpu) {
+            (Some(on), Some(on_cpu)) => match crate::budget::lever_pays(
+                (on.budget_bytes, on_cpu.cpu_s_per_hour),
+                (j.off.budget_bytes, j.off_cpu.cpu_s_per_hour),
+            ) {
+                Some(true) => "pays: stays",
+                Some(false) => "does not pay: remove",
+                None => "no budget found",
+            },
+            _ => "no baseline measured",
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} → {} | {} → {:.1} | {} → {} | {verdict} |",
+            j.lever.label(),
+            j.n,
+            bytes(on.and_then(|b| b.budget_bytes)),
+            bytes(j.off.budget_bytes),
+            on_cpu.map_or("-".into(), |c| format!("{:.1}", c.cpu_s_per_hour)),
+            j.off_cpu.cpu_s_per_hour,
+            next(on),
+            next(Some(&j.off)),
+        );
     }
     s
 }

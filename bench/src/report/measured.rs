@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::budget::{Budget, IdleCpu};
+use crate::budget::{Budget, IdleCpu, LeverJudgement};
 use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
 use crate::hot_text::HotText;
@@ -60,6 +60,9 @@ pub struct Measured {
     /// The idle-CPU workload's launches (empty when it did not run).
     #[serde(default)]
     pub idle_cpu: Vec<IdleCpu>,
+    /// The memory levers judged again under the budget, each off (empty when it did not run).
+    #[serde(default)]
+    pub lever_judgements: Vec<LeverJudgement>,
 }
 
 impl Measured {
