@@ -7,8 +7,9 @@
 #   scripts/compat.sh v1.33.13             # one version
 #
 # Builds what scripts/test.sh builds for those suites (debug; nothing again after a test run),
-# then for each version builds its control plane from module sources (cached), starts it and
-# an OCI registry on loopback, runs both suites and stops them. Writes the table (markdown) to
+# and the host's image, then for each version builds its control plane and node from module
+# sources (cached), starts them and an OCI registry on loopback, runs both suites and stops
+# them. Writes the table (markdown) to
 # target/compat/table.md (COMPAT_OUT to change the folder) with each run's log beside it,
 # prints it, and exits 1 if any suite failed. About 25 minutes a version on 2 cores after the
 # builds.
@@ -31,9 +32,10 @@ fi
 step "toolchain: wasm32-wasip1 target"
 rustup target add wasm32-wasip1
 
-step "control planes: build ${versions[*]} from their Go module sources (cached)"
-for version in "${versions[@]}"; do scripts/control-plane.sh --version "$version" provision >/dev/null; done
-scripts/registry.sh provision >/dev/null
+step "control planes and nodes: build ${versions[*]} from their Go module sources, and the host's image (cached)"
+for version in "${versions[@]}"; do
+  KUBE_WASM_KUBE_VERSION=$version provision_suite_infra >/dev/null
+done
 
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"
 build_suite_programs
@@ -59,7 +61,7 @@ cell() {
 rows=() failed=0
 for version in "${versions[@]}"; do
   step "Kubernetes $version: start a control plane and an OCI registry"
-  start_suite_infra --version "$version"
+  start_suite_infra "$version"
   server=$KUBE_VERSION
   step "Kubernetes $server: end-to-end suite"
   e2e_log="$out/e2e-$server.log"

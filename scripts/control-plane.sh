@@ -37,10 +37,17 @@ Commands:
   provision-node         Also build kube-controller-manager, kube-scheduler and kubelet of
                          VERSION into the same bin directory (for a one-node cluster).
   bin-dir                Print the bin directory of VERSION, built or not.
-  start DIR              Provision, then start etcd + kube-apiserver on free loopback ports with
+  start [--node NAME] DIR
+                         Provision, then start etcd + kube-apiserver on free loopback ports with
                          all state under DIR; wait until ready and the 'default' namespace exists.
                          Always a fresh cluster: state files from an earlier run in DIR are removed.
                          Prints the contents of DIR/env on stdout.
+                         --node NAME: ready for one node NAME (scripts/cluster.sh runs it): the
+                         ServiceAccount admission plugin on, a cluster CA (pki/cluster-ca.*) with
+                         the apiserver's client certificate for the kubelet, tokens and
+                         kubeconfigs for kube-controller-manager, kube-scheduler and the kubelet
+                         (system:node:NAME). Without it nothing creates ServiceAccounts, so the
+                         ServiceAccount admission plugin is off.
   stop DIR               Stop the processes started in DIR (TERM, then KILL). Idempotent.
   restart-apiserver DIR  Restart only kube-apiserver, same binary, port, flags and serving cert
                          (so the kubeconfig stays valid); etcd keeps running with its data
@@ -66,7 +73,9 @@ Files in DIR after start:
   kube-apiserver.log, etcd.log (etcd.log.1: before the last restart-etcd), kube-apiserver.pid, etcd.pid, etcd.ports, kube-apiserver.args
   (one flag a line, reused by restart-apiserver), bin (the bin directory it was started from),
   token, tokens.csv, audit-policy.yaml, pki/ (service-account keys, ca.crt), certs/ (apiserver
-  serving cert), etcd-data/.
+  serving cert), etcd-data/. With --node also: kubeconfig-kube-controller-manager,
+  kubeconfig-kube-scheduler, kubeconfig-kubelet, pki/cluster-ca.{crt,key},
+  pki/apiserver-kubelet-client.{crt,key}, and NODE_NAME in env.
 
 Environment:
   KUBE_WASM_CACHE        cache root (default \$HOME/.cache/kube-wasm)
@@ -200,6 +209,7 @@ provision() {
 }
 
 readonly CONTROL_PLANE_CMDS=(kube-apiserver kubectl)
+NODE_NAME=""  # start --node NAME
 readonly NODE_CMDS=(kube-controller-manager kube-scheduler kubelet)
 
 # ---------------------------------------------------------------------------------------------
@@ -210,8 +220,8 @@ abs_dir() { mkdir -p "$1" && (cd "$1" && pwd -P); }
 
 write_static_config() {
   local dir=$1 token
-  rm -rf "$dir/etcd-data" "$dir/certs" "$dir/pki"
-  rm -f "$dir"/{audit.log,etcd.log,kube-apiserver.log,kubeconfig,env,kube-apiserver.args}
+  rm -rf "$dir/etcd-data" "$dir/certs" "$dir/pki" "$dir/tokens"
+  rm -f "$dir"/{audit.log,etcd.log,kube-apiserver.log,kubeconfig,kubeconfig-*,env,kube-apiserver.args,node-name}
   mkdir -p "$dir/pki" "$dir/certs"
   token=$(openssl rand -hex 24)
   (umask 077
@@ -219,6 +229,7 @@ write_static_config() {
     printf '%s,kube-wasm-admin,kube-wasm-admin,"system:masters"\n' "$token" >"$dir/tokens.csv"
     openssl genrsa -out "$dir/pki/sa.key" 2048 2>/dev/null)
   openssl rsa -in "$dir/pki/sa.key" -pubout -out "$dir/pki/sa.pub" 2>/dev/null
+  [[ -z $NODE_NAME ]] || write_node_credentials "$dir"
   cat >"$dir/audit-policy.yaml" <<'EOF'
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -228,6 +239,29 @@ rules:
     verbs: ["patch"]
   - level: Metadata
 EOF
+}
+
+# For a node (--node): the cluster CA the kubelet trusts for clients and the apiserver for the
+# kubelet's serving certificate, the apiserver's client certificate for the kubelet, and a
+# static token for each component (its user and groups as kubeadm's certificates name them).
+write_node_credentials() {
+  local dir=$1 component user groups t
+  (umask 077; openssl genrsa -out "$dir/pki/cluster-ca.key" 2048 2>/dev/null)
+  openssl req -x509 -new -key "$dir/pki/cluster-ca.key" -subj /CN=kube-wasm-cluster-ca \
+    -days 30 -out "$dir/pki/cluster-ca.crt" 2>/dev/null
+  issue_cert "$dir/pki/cluster-ca" "$dir/pki/apiserver-kubelet-client" /CN=kube-apiserver-kubelet-client
+  mkdir -p "$dir/tokens"
+  printf '%s\n' "$NODE_NAME" >"$dir/node-name"
+  for component in kube-controller-manager kube-scheduler kubelet; do
+    case $component in
+      kubelet) user=system:node:$NODE_NAME groups=system:nodes ;;
+      *) user=system:$component groups= ;;
+    esac
+    t=$(openssl rand -hex 24)
+    (umask 077
+      printf '%s\n' "$t" >"$dir/tokens/$component"
+      printf '%s,%s,%s,"%s"\n' "$t" "$user" "$user" "$groups" >>"$dir/tokens.csv")
+  done
 }
 
 start_etcd() {
@@ -262,13 +296,29 @@ write_apiserver_args() {
 --service-account-key-file=$dir/pki/sa.pub
 --service-account-signing-key-file=$dir/pki/sa.key
 --service-cluster-ip-range=10.96.0.0/24
---disable-admission-plugins=ServiceAccount
+$(admission_and_kubelet_flags "$dir")
 --audit-policy-file=$dir/audit-policy.yaml
 --audit-log-path=$dir/audit.log
 --audit-log-mode=blocking
 EOF
   local extra
   for extra in ${KUBE_APISERVER_EXTRA_FLAGS:-}; do printf '%s\n' "$extra"; done >>"$dir/kube-apiserver.args"
+}
+
+# Without a node nothing creates ServiceAccounts, so the ServiceAccount admission plugin
+# (which refuses Pods of missing ones and mounts their tokens) is off; with one it is on, and
+# the apiserver reaches the kubelet (logs, exec, port-forward) with its client certificate,
+# checking the kubelet's serving certificate against the cluster CA.
+admission_and_kubelet_flags() {
+  local dir=$1
+  if [[ -z $NODE_NAME ]]; then
+    echo "--disable-admission-plugins=ServiceAccount"
+    return
+  fi
+  printf '%s\n' "--kubelet-client-certificate=$dir/pki/apiserver-kubelet-client.crt" \
+    "--kubelet-client-key=$dir/pki/apiserver-kubelet-client.key" \
+    "--kubelet-certificate-authority=$dir/pki/cluster-ca.crt" \
+    "--kubelet-preferred-address-types=InternalIP"
 }
 
 start_apiserver() {
@@ -286,14 +336,12 @@ extract_ca() {
        END { for (i = (n > 1 ? 2 : 1); i <= n; i++) printf "%s", cert[i] }' "$1"
 }
 
-write_client_files() {
-  local dir=$1 port token ca
+# kubeconfig DIR USER TOKEN: a kubeconfig for DIR's apiserver as USER with bearer TOKEN.
+kubeconfig() {
+  local dir=$1 user=$2 token=$3 port ca
   port=$(apiserver_port "$dir")
-  token=$(<"$dir/token")
-  extract_ca "$dir/certs/apiserver.crt" >"$dir/pki/ca.crt"
   ca=$(base64 -w0 <"$dir/pki/ca.crt")
-  (umask 077
-    cat >"$dir/kubeconfig" <<EOF
+  cat <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -302,17 +350,31 @@ clusters:
       server: https://127.0.0.1:$port
       certificate-authority-data: $ca
 users:
-  - name: kube-wasm-admin
+  - name: $user
     user:
       token: $token
 contexts:
   - name: kube-wasm
     context:
       cluster: kube-wasm
-      user: kube-wasm-admin
+      user: $user
       namespace: default
 current-context: kube-wasm
 EOF
+}
+
+write_client_files() {
+  local dir=$1 port token component
+  port=$(apiserver_port "$dir")
+  token=$(<"$dir/token")
+  extract_ca "$dir/certs/apiserver.crt" >"$dir/pki/ca.crt"
+  (umask 077
+    kubeconfig "$dir" kube-wasm-admin "$token" >"$dir/kubeconfig"
+    if [[ -f $dir/node-name ]]; then
+      for component in kube-controller-manager kube-scheduler kubelet; do
+        kubeconfig "$dir" "$component" "$(<"$dir/tokens/$component")" >"$dir/kubeconfig-$component"
+      done
+    fi
     local kv
     for kv in "KUBECONFIG=$dir/kubeconfig" "APISERVER_URL=https://127.0.0.1:$port" \
       "APISERVER_PORT=$port" "$(grep '^ETCD_PORT=' "$dir/etcd.ports")" \
@@ -320,7 +382,8 @@ EOF
       "KUBE_TOKEN=$token" "KUBE_VERSION=$("$(<"$dir/bin")/kube-apiserver" --version | awk '{print $2}')" \
       "CONTROL_PLANE_BIN=$(<"$dir/bin")"; do
       printf '%s=%q\n' "${kv%%=*}" "${kv#*=}"
-    done >"$dir/env")
+    done >"$dir/env"
+    [[ ! -f $dir/node-name ]] || printf 'NODE_NAME=%q\n' "$(<"$dir/node-name")" >>"$dir/env")
 }
 
 # Waits for /readyz and then for the `default` namespace (created ~1 s after readyz).
@@ -471,6 +534,11 @@ main() {
     provision-node) provision "${CONTROL_PLANE_CMDS[@]}" "${NODE_CMDS[@]}" && bin_dir ;;
     bin-dir) bin_dir ;;
     start | stop | restart-apiserver | restart-etcd | drop-connections)
+      if [[ $cmd == start && ${2:-} == --node ]]; then
+        [[ $# == 4 && $3 =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || { usage >&2; exit 2; }
+        NODE_NAME=$3
+        set -- start "$4"
+      fi
       [[ $# == 2 && -n $2 ]] || { usage >&2; exit 2; }
       case $cmd in
         start) cmd_start "$2" ;;

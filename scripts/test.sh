@@ -4,7 +4,8 @@
 #   book's Rust code blocks as doc tests), a short run of every fuzz target (scripts/fuzz.sh),
 #   the crate docs and the book (docs/, its links checked: scripts/book.sh),
 #   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
-#   wasm modules in the host shim against a real kube-apiserver + etcd started here.
+#   wasm modules in the host shim against a real kube-apiserver + etcd started here, and the
+#   host's image (scripts/image.sh) run by a one-node cluster with a kubelet (scripts/cluster.sh).
 # Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
 # cached under ~/.cache/kube-wasm after the first run).
 set -euo pipefail
@@ -41,16 +42,19 @@ await_background() {
   fi
 }
 
-step "control plane and OCI registry: provisioned in the background while the Rust steps run"
+step "control plane, node, OCI registry and the host's image: made in the background while the Rust steps run"
 # kube-apiserver, kubectl and etcd are built from their Go module sources the first time
 # (control-plane/; about 4 minutes on 2 idle cores, then cached); the Rust build leaves cores
 # idle in its long single-crate stretches, and nothing before the end-to-end steps needs the
 # control plane or the registry. Its own
 # process group (setsid), so that a run ending early stops the whole provisioning; its log is
-# printed when it is awaited.
+# printed when it is awaited. Then the node's parts (kube-controller-manager, kube-scheduler and
+# kubelet from the same module, Debian's containerd and runc, the sandbox image; about 3
+# minutes more cold) and the host's image (a release build of host-shim for
+# x86_64-unknown-linux-musl in a target folder of its own, so that it never waits for the
+# foreground's lock; about 8 minutes cold on 2 idle cores).
 provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
-setsid bash -c 'scripts/control-plane.sh provision && scripts/registry.sh provision' \
-  >"$provision_log" 2>&1 &
+setsid bash -c '. scripts/lib/suites.sh && provision_suite_infra' >"$provision_log" 2>&1 &
 provision_pid=$!
 # The book's tools (mdBook, lychee: scripts/book.sh, pinned versions, kept in ~/.cargo/bin)
 # are built the same way on a fresh machine, niced so that the workspace's build goes first.
@@ -104,8 +108,9 @@ package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-w
   -p kube-wasm 2>&1) || { printf '%s\n' "$package_log" >&2; exit 1; }
 if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
-step "end to end: wait for the provisioning, start a control plane and an OCI registry"
-await_background "$provision_pid" "$provision_log" "provisioning the control plane or the registry"
+step "end to end: wait for the provisioning, start a control plane, an OCI registry and a one-node cluster"
+await_background "$provision_pid" "$provision_log" \
+  "provisioning the control plane, the node, the registry or the image"
 start_suite_infra
 
 step "end to end: wasm modules in the host shim against the real apiserver"

@@ -209,8 +209,15 @@ pub struct AuditedRequest {
 /// # Panics
 /// If the audit log cannot be read.
 pub fn audited_requests(resource: &str, namespace: &str) -> Vec<AuditedRequest> {
-    let path = env_path("KUBE_WASM_AUDIT_LOG");
-    let text = std::fs::read_to_string(&path)
+    audited_requests_in(&env_path("KUBE_WASM_AUDIT_LOG"), resource, namespace)
+}
+
+/// The requests on `resource` in `namespace` that the audit log at `path` records, in order.
+///
+/// # Panics
+/// If the audit log cannot be read.
+pub fn audited_requests_in(path: &Path, resource: &str, namespace: &str) -> Vec<AuditedRequest> {
+    let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("the audit log {} cannot be read: {e}", path.display()));
     let mut grouped = ByRequest::default();
     for line in text.lines() {

@@ -5,7 +5,9 @@
 //! ([`manifest`]), the host's metrics ([`metrics`]), object builders ([`objects`]) and
 //! comparable cluster state ([`state`]), the test OCI registry ([`registry`]) and
 //! WasmController resources ([`wasm_controllers`]) and the host replicas that share them
-//! ([`replicas`]), and the TCP connections a process holds ([`sockets`]).
+//! ([`replicas`]), the TCP connections a process holds ([`sockets`]), `deploy/` rendered
+//! through a kustomize overlay and the host's image ([`deploy`]), and the one-node cluster
+//! ([`cluster`]).
 //!
 //! Every test needs these variables, which `scripts/test.sh` sets; a test run without them
 //! fails with a message naming the missing one:
@@ -17,9 +19,15 @@
 //! - `KUBE_WASM_CONTROL_PLANE_DIR`: the control plane's folder, for [`restart_apiserver`];
 //! - `APISERVER_PORT`: its kube-apiserver's port, for [`sockets::apiserver_port`];
 //! - `KUBE_WASM_REGISTRY`, `KUBE_WASM_REGISTRY_DIR`: the test OCI registry (`host:port`, plain
-//!   HTTP) and its folder, for [`registry`].
+//!   HTTP) and its folder, for [`registry`];
+//! - `KUBE_WASM_HOST_IMAGE`, `KUBE_WASM_HOST_IMAGE_LAYOUT`: the host's image in the test
+//!   registry (by digest) and the OCI layout it was pushed from, for [`deploy`];
+//! - `KUBE_WASM_CLUSTER_DIR`: the one-node cluster's folder (`scripts/cluster.sh`), for
+//!   [`cluster`].
 
 pub mod audit;
+pub mod cluster;
+pub mod deploy;
 pub mod manifest;
 pub mod metrics;
 pub mod objects;

@@ -15,17 +15,25 @@ use crate::env_path;
 /// # Panics
 /// If kubectl cannot run or fails.
 pub fn kubectl(args: &[&str]) -> String {
+    try_kubectl_with(&env_path("KUBECONFIG"), args).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// `kubectl ARGS…` with the kubeconfig `kubeconfig`; its stdout.
+///
+/// # Errors
+/// If kubectl cannot run or exits non-zero (the error holds its stderr).
+pub fn try_kubectl_with(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
     let output = Command::new("kubectl")
         .args(args)
-        .env("KUBECONFIG", env_path("KUBECONFIG"))
+        .env("KUBECONFIG", kubeconfig)
         .output()
-        .expect("kubectl runs (scripts/test.sh installs it)");
-    assert!(
+        .map_err(|e| anyhow::anyhow!("kubectl runs (scripts/test.sh puts it on PATH): {e}"))?;
+    anyhow::ensure!(
         output.status.success(),
         "kubectl {args:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// Installs `deploy/wasmcontroller-crd.yaml` (idempotent) and waits until it is established.

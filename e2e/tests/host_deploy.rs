@@ -1,7 +1,9 @@
-//! Every document of `deploy/` is accepted by a real apiserver: a server-side dry run
-//! (`dryRun=All`) of each, typed with k8s-openapi. Namespaces are created for real (they
-//! must exist for the dry runs of what they hold), and so is the WasmController CRD (the
-//! example WasmController's dry run needs it).
+//! What an operator applies — `deploy/` and `deploy/example/` rendered by kustomize through an
+//! overlay that sets the host's image (the one `scripts/image.sh` built, by digest) and the
+//! example module's — is accepted by a real apiserver: a server-side dry run (`dryRun=All`) of
+//! every rendered document, typed with k8s-openapi. Namespaces are created for real (they must
+//! exist for the dry runs of what they hold), and so is the WasmController CRD (the example
+//! WasmController's dry run needs it).
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
@@ -9,26 +11,10 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use kube::api::{Api, PostParams};
 use kube::core::DynamicObject;
 use kube::core::NamespaceResourceScope;
-use kube_wasm_e2e::{client, wasm_controllers};
+use kube_wasm_e2e::deploy::{Overlay, documents, host_image, render};
+use kube_wasm_e2e::{client, registry, scratch_dir, wasm_controllers};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::path::Path;
-
-fn documents() -> Vec<Value> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
-    let mut docs = Vec::new();
-    for file in [
-        "example-module.yaml",
-        "host-shim.yaml",
-        "wasmcontroller-crd.yaml",
-    ] {
-        let text = std::fs::read_to_string(dir.join(file)).expect("a deploy file");
-        for doc in text.split("\n---\n") {
-            docs.push(serde_saphyr::from_str::<Value>(doc).expect("a YAML document"));
-        }
-    }
-    docs
-}
 
 fn typed<K: DeserializeOwned>(doc: &Value) -> K {
     serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{e}: {doc}"))
@@ -102,7 +88,34 @@ async fn dry_run_disruption_budget(client: &kube::Client, doc: &Value) {
 #[tokio::test]
 async fn every_deploy_document_passes_a_server_side_dry_run() {
     let client = client().await;
-    let docs = documents();
+    let module = registry::push(
+        "configmap-mirror",
+        "kube-wasm/configmap-mirror",
+        "deploy",
+        &[],
+    );
+    let overlay = Overlay {
+        host_image: Some(host_image()),
+        module_image: Some(module.clone()),
+        extra_host_args: Vec::new(),
+    };
+    let dir = overlay.write(&scratch_dir().join(format!("deploy-{}", std::process::id())));
+    let docs = documents(&render(&dir));
+    // The images are the overlay's, by digest: the Deployment's container and the
+    // WasmController's module.
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        host_image()
+    );
+    let resource = docs
+        .iter()
+        .find(|d| d["kind"] == "WasmController")
+        .expect("a WasmController");
+    assert_eq!(resource["spec"]["image"], module);
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for doc in docs.iter().filter(|d| d["kind"] == "Namespace") {
         match namespaces.create(&PostParams::default(), &typed(doc)).await {

@@ -33,14 +33,17 @@ pub const SERVING_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.mmap_t
 glibc.malloc.trim_threshold=131072:glibc.malloc.tcache_count=0";
 
 /// `arena_max` of [`SERVING_TUNABLES`], also set by `mallopt` where starting again fails.
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))] // glibc only
 const ARENA_MAX: i32 = 1;
 
 /// `mmap_threshold` and `trim_threshold` of [`SERVING_TUNABLES`] in bytes, also set by
 /// `mallopt` where starting again fails.
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))] // glibc only
 const THRESHOLD_BYTES: i32 = 128 * 1024;
 
 /// Set in the environment of the process [`tune_for_serving`] starts again: the
 /// `GLIBC_TUNABLES` it was started with (empty if none).
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))] // glibc only
 const STARTED_WITH_TUNABLES: &str = "KUBE_WASM_STARTED_WITH_GLIBC_TUNABLES";
 
 /// What [`tune_for_serving`] did.

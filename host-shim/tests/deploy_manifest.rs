@@ -9,8 +9,9 @@ use host_shim::runtime::options::ModuleSource;
 
 #[test]
 fn the_example_wasm_controller_is_valid() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/example-module.yaml");
-    let text = std::fs::read_to_string(&path).expect("deploy/example-module.yaml");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/example/configmap-mirror.yaml");
+    let text = std::fs::read_to_string(&path).expect("deploy/example/configmap-mirror.yaml");
     let resource = text
         .split("\n---\n")
         .map(|doc| serde_saphyr::from_str::<serde_json::Value>(doc).expect("a YAML document"))

@@ -1,6 +1,7 @@
 # Shell helpers shared by the scripts that provision and run the test infrastructure
-# (control-plane.sh, registry.sh): apt downloads unpacked without maintainer scripts, and
-# processes started detached, found by PID file and stopped by PID. Source it after defining
+# (control-plane.sh, registry.sh, cluster.sh): apt downloads unpacked without maintainer
+# scripts, certificates signed by a local CA, and processes started detached, found by PID file
+# and stopped by PID. Source it after defining
 # `log`, `die`, `CACHE_ROOT` and `APT_LOG`.
 
 # ---------------------------------------------------------------------------------------------
@@ -46,6 +47,35 @@ unpack_debs() {
   mkdir -p "$dl" "$root"
   (cd "$dl" && apt_retry -o APT::Sandbox::User=root download "$@")
   for deb in "$dl"/*.deb; do dpkg -x "$deb" "$root"; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# Certificates
+# ---------------------------------------------------------------------------------------------
+
+# issue_cert CA OUT SUBJECT [SAN]: a private key OUT.key and a certificate OUT.crt signed by the
+# CA whose key and certificate are CA.key and CA.crt, valid 30 days: for a client (TLS client
+# authentication) if no SAN is given, else for a server with subjectAltName SAN
+# (e.g. IP:10.0.0.1).
+issue_cert() {
+  local ca=$1 out=$2 subject=$3 san=${4:-} ext
+  ext=$(mktemp)
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    if [[ -n $san ]]; then
+      echo "extendedKeyUsage=serverAuth"
+      echo "subjectAltName=$san"
+    else
+      echo "extendedKeyUsage=clientAuth"
+    fi
+  } >"$ext"
+  (umask 077; openssl genrsa -out "$out.key" 2048 2>/dev/null)
+  openssl req -new -key "$out.key" -subj "$subject" 2>/dev/null \
+    | openssl x509 -req -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial -days 30 \
+      -extfile "$ext" -out "$out.crt" 2>/dev/null
+  rm -f "$ext"
+  [[ -s $out.crt ]] || die "could not issue $out.crt"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -31,17 +31,48 @@ build_suite_programs() {
   )
 }
 
-# start_suite_infra [--version V]: starts a control plane (of Kubernetes V, else the newest
-# pinned) and an OCI registry in fresh temporary folders, stopped when the shell exits, and
-# exports what the test kit reads (KUBE_WASM_*), KUBECONFIG and the control plane's env
-# (KUBE_VERSION among them), with kubectl of the server's version first on PATH.
+# The host's image the suites run on the one-node cluster (scripts/image.sh build): a release
+# build of host-shim for x86_64-unknown-linux-musl in a target folder of its own, so that it
+# never waits for the lock of a build in the foreground.
+SUITE_IMAGE_LAYOUT=target/image/oci
+
+# Builds what the suites run against, each cached after its first build: the control plane
+# (of KUBE_WASM_KUBE_VERSION, else the newest pinned; kube-apiserver, kubectl and etcd from
+# their Go module sources, about 4 minutes on 2 idle cores), the OCI registry, the node's parts
+# (kube-controller-manager, kube-scheduler and kubelet from the same module, Debian's
+# containerd and runc, the sandbox image; about 3 minutes more) and the host's image (about 8
+# minutes cold on 2 idle cores).
+provision_suite_infra() {
+  scripts/control-plane.sh provision
+  scripts/registry.sh provision
+  scripts/cluster.sh provision
+  CARGO_TARGET_DIR=target/image scripts/image.sh build "$SUITE_IMAGE_LAYOUT"
+}
+
+# start_suite_infra [VERSION]: starts a control plane (of Kubernetes VERSION, else
+# KUBE_WASM_KUBE_VERSION, else the newest pinned), an OCI registry holding the host's image
+# (KUBE_WASM_HOST_IMAGE, by digest) and a one-node cluster of the same version pulling from it
+# (its own control plane, so the other tests never meet its controllers), each in a fresh
+# temporary folder, stopped when the shell exits; exports what the test kit reads
+# (KUBE_WASM_*), KUBECONFIG and the control plane's env (KUBE_VERSION among them), with kubectl
+# of the server's version first on PATH.
 start_suite_infra() {
-  local cp_args=("$@")
+  local started
+  if [[ -n ${1:-} ]]; then export KUBE_WASM_KUBE_VERSION=$1; fi
   suite_cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cp.XXXXXX")
   suite_registry_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-registry.XXXXXX")
+  suite_cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-cluster.XXXXXX")
   trap 'stop_suite_infra' EXIT
-  scripts/control-plane.sh "${cp_args[@]}" start "$suite_cp_dir" >/dev/null
+  scripts/control-plane.sh start "$suite_cp_dir" >/dev/null
   scripts/registry.sh start "$suite_registry_dir" >/dev/null
+  KUBE_WASM_REGISTRY=$(sed -n 's/^REGISTRY=//p' "$suite_registry_dir/env")
+  KUBE_WASM_HOST_IMAGE=$(scripts/image.sh push --insecure "$SUITE_IMAGE_LAYOUT" \
+    "$KUBE_WASM_REGISTRY/kube-wasm/host-shim:test")
+  export KUBE_WASM_HOST_IMAGE KUBE_WASM_HOST_IMAGE_LAYOUT="$PWD/$SUITE_IMAGE_LAYOUT"
+  started=$SECONDS
+  scripts/cluster.sh start --registry "$KUBE_WASM_REGISTRY" "$suite_cluster_dir" >/dev/null
+  echo "one-node cluster ready in $((SECONDS - started))s; host image $KUBE_WASM_HOST_IMAGE" >&2
+  export KUBE_WASM_CLUSTER_DIR="$suite_cluster_dir"
   set -a
   # shellcheck disable=SC1091
   . "$suite_cp_dir/env"
@@ -53,12 +84,12 @@ start_suite_infra() {
   export KUBE_WASM_HOST_SHIM="$PWD/target/debug/host-shim"
   export KUBE_WASM_MODULES="$PWD/target/wasm32-wasip1/debug"
   export KUBE_WASM_NATIVE_BIN="$PWD/target/debug"
-  KUBE_WASM_REGISTRY=$(sed -n 's/^REGISTRY=//p' "$suite_registry_dir/env")
   export KUBE_WASM_REGISTRY KUBE_WASM_REGISTRY_DIR="$suite_registry_dir"
 }
 
 # Stops what start_suite_infra started (idempotent).
 stop_suite_infra() {
+  [[ -n ${suite_cluster_dir:-} ]] && { scripts/cluster.sh stop "$suite_cluster_dir" || true; }
   [[ -n ${suite_cp_dir:-} ]] && { scripts/control-plane.sh stop "$suite_cp_dir" || true; }
   [[ -n ${suite_registry_dir:-} ]] && { scripts/registry.sh stop "$suite_registry_dir" || true; }
   return 0

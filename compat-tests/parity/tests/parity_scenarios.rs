@@ -251,10 +251,8 @@ async fn streaming_lists() {
     let mut p = parity("parity-streaming", vec![kind::<ConfigMap>()]).await;
     let streamed = [("parity/streamed", "yes")];
     p.setup(async |run| {
-        run.create(&config_map("a", &streamed, &[("parity/n", "1")]))
-            .await;
-        run.create(&config_map("b", &streamed, &[("parity/n", "1")]))
-            .await;
+        run.create(&config_map("a", &streamed, &[("n", "1")])).await;
+        run.create(&config_map("b", &streamed, &[("n", "1")])).await;
         run.create(&config_map("hidden", &[], &[])).await;
     })
     .await;
@@ -267,17 +265,14 @@ async fn streaming_lists() {
     .await;
     p.step(
         "create c",
-        async |run| {
-            run.create(&config_map("c", &streamed, &[("parity/n", "1")]))
-                .await
-        },
+        async |run| run.create(&config_map("c", &streamed, &[("n", "1")])).await,
         async |run| run.saw(&["store a=1 b=1 c=1", "watch added c"]),
     )
     .await;
     p.step(
         "change a",
         async |run| {
-            run.merge_patch::<ConfigMap>("a", json!({"data": {"parity/n": "2"}}))
+            run.merge_patch::<ConfigMap>("a", json!({"data": {"n": "2"}}))
                 .await
         },
         async |run| run.saw(&["store a=2 b=1 c=1", "watch modified a"]),

@@ -2,7 +2,7 @@
 //! list (`watcher::Config::streaming_lists()`: a watch with `sendInitialEvents=true`, then the
 //! `k8s.io/initial-events-end` bookmark) keeps a store of the ConfigMaps labelled
 //! `parity/streamed=yes` and, once the initial events end and after every change, reports the
-//! store's contents (names and their `parity/n` data, sorted). Alongside, one `Api::watch`
+//! store's contents (names and their `n` data, sorted). Alongside, one `Api::watch`
 //! with `WatchParams::streaming_lists()` reports its initial objects and the bookmark's
 //! annotation, then its changes.
 
@@ -34,7 +34,7 @@ async fn main() -> anyhow::Result<()> {
                 .state()
                 .iter()
                 .map(|cm| {
-                    let data = cm.data.as_ref().and_then(|d| d.get("parity/n").cloned());
+                    let data = cm.data.as_ref().and_then(|d| d.get("n").cloned());
                     format!("{}={}", cm.name_any(), data.unwrap_or_default())
                 })
                 .collect();
