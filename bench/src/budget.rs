@@ -35,6 +35,15 @@ pub const TOLERANCE: f64 = 1.05;
 pub const MAX_PROBES: usize = 8;
 /// Limits are rounded to this many bytes (1 MiB).
 const GRANULE: u64 = 1 << 20;
+/// How often a launch under a limit is checked for OOM kills.
+const OOM_POLL: Duration = Duration::from_millis(250);
+/// A probe's start-up and each of its ring cycles may take this many times as long as the
+/// unconstrained launch's (its start-up, its slowest cycle), and at least [`MIN_PROBE_TIMEOUT`]:
+/// a fleet that slow is thrashing, far outside the p99 bound, so the probe fails without
+/// waiting for the workload's own timeouts.
+const PROBE_SLOWDOWN: f64 = 10.0;
+/// See [`PROBE_SLOWDOWN`].
+const MIN_PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// One probe: a launch under a memory limit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -117,9 +126,17 @@ impl Bench {
     ) -> anyhow::Result<(RingRun, u64)> {
         drop_page_cache();
         let group = Cgroup::create(tag, limit)?;
-        let run = self
-            .ring_in(setup, variant, n, 0, tag, p, Some(&group))
-            .await;
+        // A kill fails the launch at once: what is left of the fleet would only thrash until
+        // the cycle timeout. Dropping the launch's future stops its processes.
+        let killed = async {
+            while group.oom_kills().unwrap_or_default() == 0 {
+                tokio::time::sleep(OOM_POLL).await;
+            }
+        };
+        let run = tokio::select! {
+            run = self.ring_in(setup, variant, n, 0, tag, p, Some(&group)) => run,
+            () = killed => Err(anyhow::anyhow!("the fleet was cut short")),
+        };
         let kills = group.oom_kills().unwrap_or_default();
         run.map(|run| (run, kills)).map_err(|err| {
             if kills > 0 {
@@ -167,6 +184,15 @@ impl Bench {
         let p99 = stats::percentile(&unconstrained.reconcile_ms, 99.0)
             .context("no event→reconcile latency measured")?;
         let bound = 2.0 * p99;
+        let scaled = |ms: f64| {
+            Duration::from_secs_f64(ms.max(0.0) * PROBE_SLOWDOWN / 1000.0).max(MIN_PROBE_TIMEOUT)
+        };
+        let slowest_cycle = unconstrained.ring_ms.iter().copied().fold(0.0, f64::max);
+        let p = &Params {
+            startup_timeout: scaled(unconstrained.startup_ms).min(p.startup_timeout),
+            cycle_timeout: scaled(slowest_cycle).min(p.cycle_timeout),
+            ..p.clone()
+        };
         let mut probes = Vec::new();
         let mut probe = async |limit: u64, i: usize| -> bool {
             eprintln!(
