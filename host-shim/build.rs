@@ -10,11 +10,13 @@
 //! - Its hot functions together (`hot-text.order`, made by `scripts/hot-text.sh`): the host
 //!   releases its code between events and the kernel maps it back 64 KiB at a time, so the
 //!   fewer blocks its steady state runs in, the less of the binary stays resident. The linker
-//!   skips names this build does not have (another profile, changed dependencies).
+//!   skips names this build does not have (another profile, changed dependencies). Not with
+//!   `KUBE_WASM_HOST_HOT_TEXT=0` (the benchmark's build without the list).
 
 fn main() {
     println!("cargo:rerun-if-changed=hot-text.order");
     println!("cargo:rerun-if-env-changed=KUBE_WASM_HOST_PIE");
+    println!("cargo:rerun-if-env-changed=KUBE_WASM_HOST_HOT_TEXT");
     let target = std::env::var("TARGET").unwrap_or_default();
     let pie = std::env::var("KUBE_WASM_HOST_PIE").is_ok_and(|value| value == "1");
     // glibc targets only: musl's are linked static-pie by default, another link mode.
@@ -28,7 +30,8 @@ fn main() {
     // rustc 1.90 and later (the workspace needs 1.95) link this target with lld, which reads
     // an ordering file.
     let lld = target == "x86_64-unknown-linux-gnu";
-    if lld && order.exists() {
+    let unordered = std::env::var("KUBE_WASM_HOST_HOT_TEXT").is_ok_and(|value| value == "0");
+    if lld && order.exists() && !unordered {
         println!(
             "cargo:rustc-link-arg-bin=host-shim=-Wl,--symbol-ordering-file={}",
             order.display()

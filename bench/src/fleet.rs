@@ -13,6 +13,7 @@ use kube_wasm_e2e::metrics::{fetch, free_local_addr};
 use kube_wasm_e2e::sockets::established_to;
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::Cgroup;
 use crate::memory::{self, Sample};
 
 /// How the controllers run. Every variant runs the same controller source.
@@ -113,6 +114,9 @@ pub struct Setup {
     /// Whether shared watches release the history every live watch has taken after a few
     /// seconds (the manifest's `releaseReadHistory`, on in the host by default).
     pub release_read_history: bool,
+    /// Whether modules' func refs are profiled and ordered (the manifest's `funcRefProfile`,
+    /// on in the host by default).
+    pub func_ref_profile: bool,
 }
 
 impl Setup {
@@ -146,6 +150,14 @@ pub struct Fleet {
 fn log_file(dir: &Path, name: &str) -> anyhow::Result<File> {
     let path = dir.join(name);
     File::create(&path).with_context(|| format!("creating {}", path.display()))
+}
+
+/// A command running `program`, inside `cgroup` if given.
+fn command_in(cgroup: Option<&Cgroup>, program: &Path) -> Command {
+    match cgroup {
+        Some(group) => group.command(program),
+        None => Command::new(program),
+    }
 }
 
 /// The host manifest of a launch: one module per link, named `ring-<i>`.
@@ -182,9 +194,10 @@ pub fn host_manifest(
     metrics: SocketAddr,
 ) -> String {
     let settings = format!(
-        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleCode: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
+        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleCode: {}\nfuncRefProfile: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
         setup.release_read_history,
         setup.release_idle_code,
+        setup.func_ref_profile,
         setup.compile_in_child,
         setup.http2,
         quote(&metrics.to_string()),
@@ -203,11 +216,25 @@ impl Fleet {
         links: &[Link],
         dir: &Path,
     ) -> anyhow::Result<Self> {
+        Self::start_in(setup, variant, links, dir, None)
+    }
+
+    /// [`Fleet::start`], every process inside `cgroup` if given.
+    ///
+    /// # Errors
+    /// If a process cannot be started or a file written.
+    pub fn start_in(
+        setup: &Setup,
+        variant: Variant,
+        links: &[Link],
+        dir: &Path,
+        cgroup: Option<&Cgroup>,
+    ) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         if variant == Variant::Native {
             let mut children = Vec::with_capacity(links.len());
             for (i, link) in links.iter().enumerate() {
-                let child = Command::new(&setup.ring_native)
+                let child = command_in(cgroup, &setup.ring_native)
                     .env("KUBECONFIG", &setup.kubeconfig)
                     .env("RING_SOURCE", &link.source)
                     .env("RING_TARGET", &link.target)
@@ -224,9 +251,12 @@ impl Fleet {
                 metrics_addr: None,
             });
         }
-        Self::start_host(setup, dir, |metrics| {
-            manifest(setup, variant, links, metrics)
-        })
+        Self::start_host_in(
+            setup,
+            dir,
+            |metrics| manifest(setup, variant, links, metrics),
+            cgroup,
+        )
     }
 
     /// Starts native processes, each `(name, command)` with its stdout and stderr in
@@ -261,12 +291,25 @@ impl Fleet {
         dir: &Path,
         manifest: impl FnOnce(SocketAddr) -> String,
     ) -> anyhow::Result<Self> {
+        Self::start_host_in(setup, dir, manifest, None)
+    }
+
+    /// [`Fleet::start_host`], the host inside `cgroup` if given.
+    ///
+    /// # Errors
+    /// If the host cannot be started or a file written.
+    pub fn start_host_in(
+        setup: &Setup,
+        dir: &Path,
+        manifest: impl FnOnce(SocketAddr) -> String,
+        cgroup: Option<&Cgroup>,
+    ) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let metrics = free_local_addr().context("finding a free loopback port")?;
         let path = dir.join("host.yaml");
         std::fs::write(&path, manifest(metrics))
             .with_context(|| format!("writing {}", path.display()))?;
-        let child = Command::new(&setup.host_shim)
+        let child = command_in(cgroup, &setup.host_shim)
             .arg("run")
             .arg("--kubeconfig")
             .arg(&setup.kubeconfig)
@@ -540,6 +583,7 @@ mod tests {
             suspend_idle_after: "2s".into(),
             suspend_between_timers: true,
             release_read_history: true,
+            func_ref_profile: true,
             release_idle_code: true,
             compile_in_child: true,
             http2: true,

@@ -10,11 +10,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 
+use kube_wasm_bench::budget::{BudgetLever, LeverBuilds};
 use kube_wasm_bench::fleet::{self, Setup, Variant};
 use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
 use kube_wasm_bench::workloads::{Bench, Params, require_file};
-use kube_wasm_bench::{cluster, hot_text, mixed, statics, stats};
+use kube_wasm_bench::{cgroup, cluster, hot_text, mixed, statics, stats};
 
 /// Benchmarks wasm controllers in the host shim against native kube-rs 5.0 processes running
 /// the same controller, against the same apiserver, in one run.
@@ -128,6 +129,42 @@ struct Cli {
     /// configmap-mirror module among `--example-wasm`.
     #[arg(long, default_value_t = 30)]
     replicas_modules: usize,
+    /// Controller counts of the budget workload's rings (comma-separated; empty skips it):
+    /// for each N and each of native, wasm and wasm-suspend, the smallest cgroup memory
+    /// limit the ring still runs in (see `kube_wasm_bench::budget`). Needs root.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+    budget_n: Vec<usize>,
+    /// Measured ring cycles of each budget probe.
+    #[arg(long, default_value_t = 10)]
+    budget_cycles: u64,
+    /// Idle controllers of the idle-CPU workload (native, wasm and wasm-suspend, each
+    /// unconstrained in a cgroup); 0 skips it.
+    #[arg(long, default_value_t = 100)]
+    idle_cpu_n: usize,
+    /// Seconds over which the idle CPU is measured.
+    #[arg(long, default_value_t = 120)]
+    idle_cpu_secs: u64,
+    /// Memory levers judged again under the budget (comma-separated; empty skips it): each
+    /// one off in turn, its budget and idle CPU against every lever on, at
+    /// `--budget-lever-n` ring controllers in one host (the wasm variant).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "release-idle-code,func-ref-profile,hot-text,position-dependent"
+    )]
+    budget_levers: Vec<BudgetLever>,
+    /// Ring controllers of the levers' budgets.
+    #[arg(long, default_value_t = 100)]
+    budget_lever_n: usize,
+    /// The host built without `hot-text.order` (`KUBE_WASM_HOST_HOT_TEXT=0`), for the
+    /// hot-text lever; without it that lever is not judged.
+    #[arg(long)]
+    host_without_hot_text: Option<PathBuf>,
+    /// The host built position-independent (`KUBE_WASM_HOST_PIE=1`), for the
+    /// position-dependent lever; without it that lever is not judged.
+    #[arg(long)]
+    host_pie: Option<PathBuf>,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
     /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each, cold start of at
     /// most 20 modules (replacing those options).
@@ -229,6 +266,10 @@ async fn main() -> anyhow::Result<()> {
         cli.resume_mib = vec![0, 4, 16];
         cli.resumes = 2;
         cli.cold_start_n = cli.cold_start_n.min(20);
+        cli.budget_n = vec![5];
+        cli.budget_cycles = 3;
+        cli.idle_cpu_n = cli.idle_cpu_n.min(5);
+        cli.idle_cpu_secs = cli.idle_cpu_secs.min(10);
         cli.mixed_n = cli.mixed_n.min(36);
     }
     require_file(&cli.host_shim, "the host shim")?;
@@ -254,6 +295,7 @@ async fn main() -> anyhow::Result<()> {
         http2: true,
         suspend_between_timers: true,
         release_read_history: true,
+        func_ref_profile: true,
     };
     if cli.go {
         return run_go(&cli, &setup, &out).await;
@@ -455,6 +497,103 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
+    let budget_variants: Vec<Variant> = variants
+        .iter()
+        .copied()
+        .filter(|v| matches!(v, Variant::Native | Variant::Wasm | Variant::WasmSuspend))
+        .collect();
+    let mut budgets = Vec::new();
+    let mut idle_cpu = Vec::new();
+    if !cli.budget_n.is_empty() || cli.idle_cpu_n > 0 {
+        cgroup::check_available().context("the budget and idle-CPU workloads need cgroups")?;
+    }
+    let budget_params = Params {
+        warmup: 2,
+        cycles: cli.budget_cycles.max(1),
+        settle: Duration::from_secs(cli.settle_secs.min(5)),
+        startup_timeout: Duration::from_secs(900),
+        cycle_timeout: Duration::from_secs(300),
+        ..bench.params.clone()
+    };
+    for &n in &cli.budget_n {
+        for &v in &budget_variants {
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            eprintln!(
+                "bench: budget ring N={n} {} (namespaces {tag}-*)",
+                v.label()
+            );
+            let budget = bench
+                .budget(v, n, &budget_params, &tag)
+                .await
+                .with_context(|| format!("the budget of ring N={n} {}", v.label()))?;
+            eprintln!(
+                "bench:   budget {}",
+                budget
+                    .budget_bytes
+                    .map_or("none found".to_owned(), |b| format!("{} MiB", b >> 20))
+            );
+            budgets.push(budget);
+        }
+    }
+    let mut lever_judgements = Vec::new();
+    if !cli.budget_levers.is_empty() && variants.contains(&Variant::Wasm) {
+        let n = cli.budget_lever_n;
+        let window = Duration::from_secs(cli.idle_cpu_secs);
+        if !budgets
+            .iter()
+            .any(|b| b.variant == Variant::Wasm && b.n == n)
+        {
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            eprintln!("bench: budget ring N={n} wasm, every lever on (namespaces {tag}-*)");
+            budgets.push(bench.budget(Variant::Wasm, n, &budget_params, &tag).await?);
+        }
+        if cli.idle_cpu_n != n || !budget_variants.contains(&Variant::Wasm) {
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            idle_cpu.push(bench.idle_cpu(Variant::Wasm, n, window, &tag).await?);
+        }
+        let builds = LeverBuilds {
+            without_hot_text: cli.host_without_hot_text.clone(),
+            pie: cli.host_pie.clone(),
+        };
+        for &lever in &cli.budget_levers {
+            let Some(off) = lever.off(&bench.setup, &builds) else {
+                eprintln!(
+                    "bench: lever {} not judged: its build was not given",
+                    lever.label()
+                );
+                continue;
+            };
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            eprintln!(
+                "bench: lever {} off, ring N={n} wasm (namespaces {tag}-*)",
+                lever.label()
+            );
+            let judged = bench
+                .judge_lever(lever, &off, Variant::Wasm, n, &budget_params, window, &tag)
+                .await
+                .with_context(|| format!("the lever {} off", lever.label()))?;
+            lever_judgements.push(judged);
+        }
+    }
+    if cli.idle_cpu_n > 0 {
+        for &v in &budget_variants {
+            launch += 1;
+            let tag = format!("b{stamp}-{launch}");
+            eprintln!(
+                "bench: idle CPU of {} idle ring controllers, {} (namespaces {tag}-*)",
+                cli.idle_cpu_n,
+                v.label()
+            );
+            let window = Duration::from_secs(cli.idle_cpu_secs);
+            let cpu = bench.idle_cpu(v, cli.idle_cpu_n, window, &tag).await?;
+            eprintln!("bench:   {:.1} CPU s/h", cpu.cpu_s_per_hour);
+            idle_cpu.push(cpu);
+        }
+    }
     let mut cold_start = Vec::new();
     if cli.cold_start_n > 0 && variants.contains(&Variant::Wasm) {
         launch += 1;
@@ -507,6 +646,9 @@ async fn main() -> anyhow::Result<()> {
         cold_start,
         replicas,
         replicas_skipped,
+        budgets,
+        idle_cpu,
+        lever_judgements,
     });
     for dir in std::iter::once(&out).chain(&cli.book) {
         for file in report.write(dir)? {

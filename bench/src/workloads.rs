@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::audit::{self, Requests};
+use crate::cgroup::{Cgroup, Charged};
 use crate::cluster::{self, Arrival, RECONCILED_AT, RING_NAME};
 use crate::fleet::{Fleet, HostMetrics, Link, Setup, Variant};
 use crate::memory::{self, Sample};
@@ -93,6 +94,26 @@ pub struct RingRun {
     pub host_idle: Option<HostMetrics>,
     /// The host's metrics after the cycles (wasm variants).
     pub host_end: Option<HostMetrics>,
+    /// What the launch's control group measured, if it ran in one (the budget workload).
+    #[serde(default)]
+    pub cgroup: Option<CgroupFigures>,
+}
+
+/// What a launch's control group measured (see [`crate::cgroup`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CgroupFigures {
+    /// Its memory limit, in bytes (`None`: unlimited).
+    pub limit: Option<u64>,
+    /// What was charged to it when the fleet was idle (after the settle time).
+    pub idle: Charged,
+    /// The most ever charged to it, in bytes.
+    pub peak: u64,
+    /// Processes the OOM killer killed in it.
+    pub oom_kills: u64,
+    /// CPU time its processes used during the settle time, in ns.
+    pub settle_cpu_ns: u64,
+    /// The settle time, in ms.
+    pub settle_ms: u64,
 }
 
 /// One linear-memory size of the resume curve: one module in the host, suspended and woken
@@ -220,14 +241,34 @@ impl Bench {
         run: usize,
         tag: &str,
     ) -> anyhow::Result<RingRun> {
-        let p = &self.params;
+        self.ring_in(&self.setup, variant, n, run, tag, &self.params, None)
+            .await
+    }
+
+    /// [`Bench::ring`] with the binaries and settings of `setup` and the parameters `p`, every
+    /// process inside `cgroup` if given (its figures then in the run's [`RingRun::cgroup`]).
+    ///
+    /// # Errors
+    /// If a controller dies (the OOM killer's victims too), a cycle times out or the cluster
+    /// refuses a request.
+    #[expect(clippy::too_many_arguments, reason = "one launch's every choice")]
+    pub async fn ring_in(
+        &self,
+        setup: &Setup,
+        variant: Variant,
+        n: usize,
+        run: usize,
+        tag: &str,
+        p: &Params,
+        cgroup: Option<&Cgroup>,
+    ) -> anyhow::Result<RingRun> {
         let links = self.ring_links(tag, n).await?;
         let first = format!("{tag}-0");
         let last = format!("{tag}-{n}");
         let mut arrivals = cluster::watch_arrivals(&self.client, &last);
         let audit_from = audit::mark(&self.audit_log)?;
         let started = Instant::now();
-        let mut fleet = Fleet::start(&self.setup, variant, &links, &self.launch_dir(tag))?;
+        let mut fleet = Fleet::start_in(setup, variant, &links, &self.launch_dir(tag), cgroup)?;
 
         let mut nonce = 1;
         cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;
@@ -242,8 +283,14 @@ impl Bench {
             cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
         }
 
+        let settle_cpu = cgroup.map(Cgroup::cpu_ns).transpose()?;
         tokio::time::sleep(p.settle).await;
+        let settle_cpu_ns = match (cgroup, settle_cpu) {
+            (Some(group), Some(before)) => group.cpu_ns()?.saturating_sub(before),
+            _ => 0,
+        };
         let idle = fleet.idle_memory().await?;
+        let idle_charged = cgroup.map(Cgroup::charged).transpose()?;
         let host_idle = fleet.host_metrics()?;
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -288,6 +335,17 @@ impl Bench {
         measured?;
         fleet.check_alive()?;
         let host_end = fleet.host_metrics()?;
+        let cgroup = match (cgroup, idle_charged) {
+            (Some(group), Some(idle)) => Some(CgroupFigures {
+                limit: group.limit(),
+                idle,
+                peak: group.peak()?,
+                oom_kills: group.oom_kills()?,
+                settle_cpu_ns,
+                settle_ms: p.settle.as_millis() as u64,
+            }),
+            _ => None,
+        };
         fleet.stop(Duration::from_secs(15))?;
         let audit_to = audit::mark(&self.audit_log)?;
         let requests = self.requests(audit_from, audit_to);
@@ -309,6 +367,7 @@ impl Bench {
             requests,
             host_idle,
             host_end,
+            cgroup,
         })
     }
 

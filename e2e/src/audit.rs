@@ -203,6 +203,24 @@ pub struct AuditedRequest {
     pub received: String,
 }
 
+impl AuditedRequest {
+    /// The host replica that sent it: the name in the `(replica <name>)` its User-Agent ends
+    /// with; `None` for a request of anything but a replica.
+    pub fn replica(&self) -> Option<&str> {
+        self.user_agent
+            .split("(replica ")
+            .nth(1)
+            .and_then(|rest| rest.strip_suffix(')'))
+    }
+
+    /// When the API server received it, in microseconds since 1970; `None` if the log's
+    /// timestamp does not parse.
+    pub fn received_us(&self) -> Option<u128> {
+        let at: k8s_openapi::jiff::Timestamp = self.received.parse().ok()?;
+        u128::try_from(at.as_microsecond()).ok()
+    }
+}
+
 /// The requests on `resource` in `namespace` that the audit log (`KUBE_WASM_AUDIT_LOG`)
 /// records, in order.
 ///

@@ -310,13 +310,9 @@ async fn the_host_runs_fails_over_and_rolls_over_on_a_kubelet() {
             continue;
         }
         let replica = request
-            .user_agent
-            .split("(replica ")
-            .nth(1)
-            .and_then(|rest| rest.strip_suffix(')'))
+            .replica()
             .unwrap_or_else(|| panic!("a write without a replica's User-Agent: {request:?}"));
-        let at: k8s_openapi::jiff::Timestamp = request.received.parse().expect("a timestamp");
-        let at = u128::try_from(at.as_microsecond()).expect("after 1970");
+        let at = request.received_us().expect("a received timestamp");
         if at > now {
             continue;
         }

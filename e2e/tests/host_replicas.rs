@@ -263,11 +263,6 @@ fn count_by_replica(placed: &BTreeMap<String, String>) -> BTreeMap<String, usize
     counts
 }
 
-fn micros(rfc3339: &str) -> Option<u128> {
-    let t: k8s_openapi::jiff::Timestamp = rfc3339.parse().ok()?;
-    u128::try_from(t.as_microsecond()).ok()
-}
-
 #[tokio::test]
 async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twice() {
     let client = client().await;
@@ -503,12 +498,9 @@ async fn replicas_share_the_fleet_fail_over_hand_over_and_never_run_a_module_twi
             }
             writes += 1;
             let replica = request
-                .user_agent
-                .split("(replica ")
-                .nth(1)
-                .and_then(|rest| rest.strip_suffix(')'))
+                .replica()
                 .unwrap_or_else(|| panic!("a write without a replica's User-Agent: {request:?}"));
-            let at = micros(&request.received).expect("a received timestamp");
+            let at = request.received_us().expect("a received timestamp");
             if at > now {
                 continue; // after the intervals were read
             }

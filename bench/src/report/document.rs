@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::figures::Figures;
 use super::goals::{Goal, goals};
 use super::measured::Measured;
-use super::{cold_start, mixed, replicas};
+use super::{budget, cold_start, mixed, replicas};
 
 /// The whole report, as written to `report.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -28,6 +28,7 @@ impl Report {
         goals.extend(mixed::goals(&measured));
         goals.extend(cold_start::goals(&measured));
         goals.extend(replicas::goals(&measured));
+        goals.extend(budget::goals(&measured));
         Self {
             goals,
             figures,

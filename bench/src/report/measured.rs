@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::budget::{Budget, IdleCpu, LeverJudgement};
 use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
 use crate::hot_text::HotText;
@@ -53,6 +54,15 @@ pub struct Measured {
     pub replicas: Option<ReplicasRun>,
     /// Why it did not, if it did not.
     pub replicas_skipped: Option<String>,
+    /// The budget workload's budgets (empty when it did not run).
+    #[serde(default)]
+    pub budgets: Vec<Budget>,
+    /// The idle-CPU workload's launches (empty when it did not run).
+    #[serde(default)]
+    pub idle_cpu: Vec<IdleCpu>,
+    /// The memory levers judged again under the budget, each off (empty when it did not run).
+    #[serde(default)]
+    pub lever_judgements: Vec<LeverJudgement>,
 }
 
 impl Measured {

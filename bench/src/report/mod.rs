@@ -7,8 +7,10 @@
 //! goals and whether each holds), [`document`] (the whole report, `report.json`), [`format`]
 //! (figures as text), [`markdown`] and [`plots`] (the two renderings), [`replicas`] (the
 //! replicas workload's goals and section), [`cold_start`] (the cold start's goal and section), [`levers`] (each lever
-//! before/after), [`mixed`] (the fleets of distinct controllers). This file writes them.
+//! before/after), [`mixed`] (the fleets of distinct controllers), [`budget`] (memory budgets and idle CPU). This
+//! file writes them.
 
+mod budget;
 mod cold_start;
 mod document;
 mod figures;

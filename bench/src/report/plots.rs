@@ -23,6 +23,9 @@ impl Report {
         if !self.measured.resume.is_empty() {
             names.push("resume_curve.png");
         }
+        if !self.measured.budgets.is_empty() {
+            names.push("memory_budget.png");
+        }
         names
     }
 
@@ -107,6 +110,19 @@ impl Report {
                 "linear memory (MiB)",
                 "ms",
                 &lines,
+                &[],
+            )
+            .map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;
+            files.push(path);
+        }
+        if !self.measured.budgets.is_empty() {
+            let path = dir.join("memory_budget.png");
+            line_chart(
+                &path,
+                "Memory budget: smallest cgroup limit the ring runs in",
+                "N (controllers)",
+                "MiB",
+                &super::budget::series(&self.measured),
                 &[],
             )
             .map_err(|e| anyhow::anyhow!("drawing {}: {e}", path.display()))?;

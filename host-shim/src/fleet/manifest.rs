@@ -15,6 +15,9 @@
 //!                                    #   leaves memory while no instance runs it (see
 //!                                    #   `idle_code`), and an idle module's fiber stack
 //!                                    #   (`fiber_stacks`)
+//! funcRefProfile: true               # optional, default true: a module's first run with a
+//!                                    #   cache profiles the func refs it calls through, and
+//!                                    #   later compiles put them together (see `func_refs`)
 //! compileInChild: true               # optional, default true: modules are compiled by a
 //!                                    #   `host-shim compile` child process, so the host
 //!                                    #   never holds the compiler's memory (see `compiler`)
@@ -114,6 +117,9 @@ pub struct Manifest {
     /// runs it, and those of an idle module's fiber stack (`releaseIdleCode`, default true;
     /// see [`crate::runtime::idle_code`] and [`crate::runtime::fiber_stacks`]).
     pub release_idle_code: bool,
+    /// Whether modules' func refs are profiled and ordered (`funcRefProfile`, default true;
+    /// see [`crate::runtime::func_refs`]).
+    pub func_ref_profile: bool,
     /// Whether modules are compiled in a child process (`compileInChild`, default true; see
     /// [`crate::runtime::compiler`]).
     pub compile_in_child: bool,
@@ -204,6 +210,9 @@ struct RawManifest {
     /// Whether a module's compiled code, and an idle module's fiber and shadow stacks, leave
     /// memory while no instance runs it (default `true`).
     release_idle_code: Option<bool>,
+    /// Whether a module's first run profiles the func refs its instances call through, and
+    /// later compiles put those functions together (default `true`).
+    func_ref_profile: Option<bool>,
     /// Whether modules missing from the cache are compiled by a `host-shim compile` child
     /// process, so the host never holds the compiler's memory (default `true`).
     compile_in_child: Option<bool>,
@@ -404,6 +413,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         shared_watches: raw.shared_watches.unwrap_or(true),
         release_read_history: raw.release_read_history.unwrap_or(true),
         release_idle_code: raw.release_idle_code.unwrap_or(true),
+        func_ref_profile: raw.func_ref_profile.unwrap_or(true),
         compile_in_child: raw.compile_in_child.unwrap_or(true),
         http2,
         suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
@@ -523,6 +533,7 @@ metricsAddr: "127.0.0.1:9090"
 sharedWatches: false
 releaseReadHistory: false
 releaseIdleCode: false
+funcRefProfile: false
 compileInChild: false
 http2MaxStreams: 7
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
@@ -551,6 +562,7 @@ modules:
         assert!(!manifest.shared_watches);
         assert!(!manifest.release_read_history);
         assert!(!manifest.release_idle_code);
+        assert!(!manifest.func_ref_profile);
         assert!(!manifest.compile_in_child);
         assert_eq!(
             manifest.http2,

@@ -168,6 +168,7 @@ impl RunConfig {
             release_idle_code: defaults
                 .release_idle_code
                 .filter(|_| manifest.is_none_or(|m| m.release_idle_code)),
+            func_ref_profile: manifest.is_none_or(|m| m.func_ref_profile),
             compiler: if manifest.is_none_or(|m| m.compile_in_child) {
                 Compiler::this_binary()
             } else {
@@ -249,6 +250,7 @@ stopTimeout: 5s
 metricsAddr: 127.0.0.1:9002
 sharedWatches: false
 releaseIdleCode: false
+funcRefProfile: false
 compileInChild: false
 requestTimeout: 7s
 entryDeadline: 3s
@@ -319,6 +321,7 @@ modules:
         );
         assert!(config.settings.shared_watches.is_none());
         assert_eq!(config.settings.release_idle_code, None);
+        assert!(!config.settings.func_ref_profile);
         assert_eq!(config.settings.compiler, Compiler::InProcess);
         assert_eq!(config.settings.cache_dir, Some(PathBuf::from("/m/cache")));
         assert_eq!(
@@ -366,6 +369,10 @@ modules:
             "idle code released unless told not to"
         );
         assert!(defaults.release_idle_code.is_some());
+        assert!(
+            config.settings.func_ref_profile && defaults.func_ref_profile,
+            "func refs profiled unless told not to"
+        );
         assert_eq!(
             config.settings.compiler,
             Compiler::this_binary(),

@@ -75,6 +75,10 @@ pub struct Settings {
     /// with its code, an idle module's fiber stack (without a pool; see
     /// [`crate::runtime::fiber_stacks`]). `None`: never. Default 2 s.
     pub release_idle_code: Option<Duration>,
+    /// Whether a module's first run with a cache is instrumented to profile the func refs it
+    /// calls through, and later compiles order them by that profile (see
+    /// [`crate::runtime::func_refs`]); `false`: modules are compiled as they are. Default true.
+    pub func_ref_profile: bool,
 }
 
 /// How long no instance of a module must have run before its code is released, unless the
@@ -99,6 +103,7 @@ impl Default for Settings {
             suspend_dir: None,
             compiler: Compiler::InProcess,
             release_idle_code: Some(DEFAULT_RELEASE_IDLE_CODE),
+            func_ref_profile: true,
         }
     }
 }
@@ -347,7 +352,11 @@ impl Host {
                         compiler.precompile(engine, pool, wasm)
                     })
                 };
-                let plan = func_refs::plan(cache, &prepared.wasm);
+                let plan = if inner.settings.func_ref_profile {
+                    func_refs::plan(cache, &prepared.wasm)
+                } else {
+                    func_refs::as_is(&prepared.wasm)
+                };
                 let rewritten = matches!(plan.wasm, Cow::Owned(_));
                 match compile(&plan.wasm) {
                     Ok(ready) => (Ok(ready), plan.profile),

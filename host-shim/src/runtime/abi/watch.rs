@@ -128,8 +128,8 @@ pub fn run_watch(
 
 /// Builds and judges `request` and sends it upstream as the module's own watch, and its
 /// answer to `sink`; a 2xx answer to a streaming list that is the host's `probe` tells the
-/// cache the server serves them. Each way it can go (denied, an answer that is not a watch, the events)
-/// is boxed in turn. Built here, not kept from [`shared_route`], so that no HTTP request is
+/// cache the server serves them. Each way it can go (denied, an answer that is not a watch,
+/// the events) is boxed in turn. Built here, not kept from [`shared_route`], so that no HTTP request is
 /// held while a shared watch serves the op; a watch the shared route declined is thus
 /// built and judged twice (microseconds, once per watch).
 ///

@@ -44,14 +44,18 @@ pub struct Plan<'a> {
     pub profile: Option<Arc<FuncRefProfile>>,
 }
 
+/// What to compile for `wasm` when func refs are not profiled: the wasm as it is.
+pub fn as_is(wasm: &[u8]) -> Plan<'_> {
+    Plan {
+        wasm: Cow::Borrowed(wasm),
+        profile: None,
+    }
+}
+
 /// The plan for compiling `wasm` with profiles kept in `cache` (see the module docs): ordered
 /// if `cache` holds its profile, else instrumented, else (a module neither rewrite applies
 /// to) as it is. Parses and re-encodes the module: CPU-bound, call from a blocking thread.
 pub fn plan<'a>(cache: &ModuleCache, wasm: &'a [u8]) -> Plan<'a> {
-    let as_is = |wasm: &'a [u8]| Plan {
-        wasm: Cow::Borrowed(wasm),
-        profile: None,
-    };
     let name = hex::encode(Sha256::digest(wasm));
     match profile::read(cache, &name) {
         Ok(Some(slots)) => match order::ordered(wasm, &slots) {

@@ -1,0 +1,454 @@
+//! The **budget** workload: the smallest memory limit a fleet still runs in, as an edge
+//! operator sizes a device. Each variant's fleet runs in a control group of its own
+//! ([`crate::cgroup`]: N native processes together, or the one host) under a memory limit,
+//! without swap; a limit **holds** when nothing is OOM-killed, every controller reconciles
+//! every change (each ring cycle passes through all N controllers within the cycle timeout),
+//! and event→reconcile p99 stays within twice the same variant's p99 without a limit.
+//! Bisection finds the smallest limit that holds, to [`TOLERANCE`]:
+//!
+//! 1. one launch in a group without a limit measures the unconstrained p99 and what the
+//!    kernel charged (peak, and anonymous/file-backed at idle);
+//! 2. the search starts between half the idle anonymous memory (below which nothing can
+//!    run: the kernel cannot drop anonymous pages without swap) and 1.25 × the peak (doubled
+//!    until it holds);
+//! 3. each probe halves the interval geometrically.
+//!
+//! Page cache is dropped before every launch (`/proc/sys/vm/drop_caches`), so that the
+//! binaries' and compiled modules' pages are charged to the launch that maps them, not to
+//! whichever process read them first. The **idle CPU** workload runs the same fleet
+//! unconstrained and reports the group's CPU time over a long settle, per hour.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::cgroup::Cgroup;
+use crate::fleet::{Setup, Variant};
+use crate::stats;
+use crate::workloads::{Bench, Params, RingRun};
+
+/// The bisection stops when the limit that holds is within this factor of the one that does
+/// not (5 %).
+pub const TOLERANCE: f64 = 1.05;
+/// At most this many probes a budget after the unconstrained launch.
+pub const MAX_PROBES: usize = 8;
+/// Limits are rounded to this many bytes (1 MiB).
+const GRANULE: u64 = 1 << 20;
+/// How often a launch under a limit is checked for OOM kills.
+const OOM_POLL: Duration = Duration::from_millis(250);
+/// A probe's start-up and each of its ring cycles may take this many times as long as the
+/// unconstrained launch's (its start-up, its slowest cycle), and at least [`MIN_PROBE_TIMEOUT`]:
+/// a fleet that slow is thrashing, far outside the p99 bound, so the probe fails without
+/// waiting for the workload's own timeouts.
+const PROBE_SLOWDOWN: f64 = 10.0;
+/// See [`PROBE_SLOWDOWN`].
+const MIN_PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One probe: a launch under a memory limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Probe {
+    /// The limit, in bytes.
+    pub limit: u64,
+    /// Whether the fleet ran within it (see the module docs).
+    pub held: bool,
+    /// Why not, or the p99 it reached.
+    pub note: String,
+}
+
+/// The budget of one fleet in one variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Budget {
+    /// `ring`.
+    pub fleet: String,
+    /// How the controllers ran.
+    pub variant: Variant,
+    /// Controllers.
+    pub n: usize,
+    /// The launch without a limit.
+    pub unconstrained: RingRun,
+    /// Its event→reconcile p99, in ms; a probe holds only within twice it.
+    pub unconstrained_p99_ms: f64,
+    /// Every probe, in order.
+    pub probes: Vec<Probe>,
+    /// The smallest limit that held, in bytes (`None`: none of those tried).
+    pub budget_bytes: Option<u64>,
+}
+
+/// The idle CPU of one fleet in one variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdleCpu {
+    /// How the controllers ran.
+    pub variant: Variant,
+    /// Controllers.
+    pub n: usize,
+    /// CPU seconds the fleet's processes used per hour while idle.
+    pub cpu_s_per_hour: f64,
+    /// Over how long it was measured, in s.
+    pub window_s: f64,
+}
+
+/// Rounds `bytes` up to the granule.
+fn round_up(bytes: f64) -> u64 {
+    ((bytes / GRANULE as f64).ceil() as u64).max(1) * GRANULE
+}
+
+/// The next limit to probe between `low` (did not hold) and `high` (held): their geometric
+/// mean, rounded; `None` once they are within [`TOLERANCE`] or a granule of each other.
+pub fn next_limit(low: u64, high: u64) -> Option<u64> {
+    if high as f64 <= low as f64 * TOLERANCE || high <= low + GRANULE {
+        return None;
+    }
+    let mid = round_up(((low as f64) * (high as f64)).sqrt());
+    (mid > low && mid < high).then_some(mid)
+}
+
+/// Drops the kernel's clean page cache (root only; without it a launch may find pages already
+/// charged elsewhere, which only makes its budget smaller).
+fn drop_page_cache() {
+    let _ = std::process::Command::new("sync").status();
+    if let Err(err) = std::fs::write("/proc/sys/vm/drop_caches", "1") {
+        eprintln!("bench: the page cache was not dropped ({err}); budgets may read low");
+    }
+}
+
+impl Bench {
+    /// One launch of the ring of `n` controllers as `variant` in a fresh group with `limit`
+    /// (`None`: unlimited).
+    async fn ring_in_group(
+        &self,
+        setup: &Setup,
+        variant: Variant,
+        n: usize,
+        tag: &str,
+        p: &Params,
+        limit: Option<u64>,
+    ) -> anyhow::Result<(RingRun, u64)> {
+        drop_page_cache();
+        let group = Cgroup::create(tag, limit)?;
+        // A kill fails the launch at once: what is left of the fleet would only thrash until
+        // the cycle timeout. Dropping the launch's future stops its processes.
+        let killed = async {
+            while group.oom_kills().unwrap_or_default() == 0 {
+                tokio::time::sleep(OOM_POLL).await;
+            }
+        };
+        let run = tokio::select! {
+            run = self.ring_in(setup, variant, n, 0, tag, p, Some(&group)) => run,
+            () = killed => Err(anyhow::anyhow!("the fleet was cut short")),
+        };
+        let kills = group.oom_kills().unwrap_or_default();
+        run.map(|run| (run, kills)).map_err(|err| {
+            if kills > 0 {
+                err.context(format!("{kills} process(es) OOM-killed"))
+            } else {
+                err
+            }
+        })
+    }
+
+    /// Finds the memory budget of the ring of `n` controllers as `variant` (see the module
+    /// docs); `tag` makes its namespaces and groups unique.
+    ///
+    /// # Errors
+    /// If the unconstrained launch fails.
+    pub async fn budget(
+        &self,
+        variant: Variant,
+        n: usize,
+        p: &Params,
+        tag: &str,
+    ) -> anyhow::Result<Budget> {
+        self.budget_with(&self.setup, variant, n, p, tag).await
+    }
+
+    /// [`Bench::budget`] with the binaries and settings of `setup`.
+    ///
+    /// # Errors
+    /// If the unconstrained launch fails.
+    pub async fn budget_with(
+        &self,
+        setup: &Setup,
+        variant: Variant,
+        n: usize,
+        p: &Params,
+        tag: &str,
+    ) -> anyhow::Result<Budget> {
+        let (unconstrained, _) = self
+            .ring_in_group(setup, variant, n, &format!("{tag}-free"), p, None)
+            .await
+            .context("the launch without a limit")?;
+        let figures = unconstrained
+            .cgroup
+            .context("the unconstrained launch ran in a group")?;
+        let p99 = stats::percentile(&unconstrained.reconcile_ms, 99.0)
+            .context("no event→reconcile latency measured")?;
+        let bound = 2.0 * p99;
+        let scaled = |ms: f64| {
+            Duration::from_secs_f64(ms.max(0.0) * PROBE_SLOWDOWN / 1000.0).max(MIN_PROBE_TIMEOUT)
+        };
+        let slowest_cycle = unconstrained.ring_ms.iter().copied().fold(0.0, f64::max);
+        let p = &Params {
+            startup_timeout: scaled(unconstrained.startup_ms).min(p.startup_timeout),
+            cycle_timeout: scaled(slowest_cycle).min(p.cycle_timeout),
+            ..p.clone()
+        };
+        let mut probes = Vec::new();
+        let mut probe = async |limit: u64, i: usize| -> bool {
+            eprintln!(
+                "bench: budget {} N={n}: probe {} MiB",
+                variant.label(),
+                limit / GRANULE
+            );
+            let tag = format!("{tag}-{i}");
+            let launched = self.ring_in_group(setup, variant, n, &tag, p, Some(limit));
+            let (held, note) = match launched.await {
+                Ok((run, 0)) => match stats::percentile(&run.reconcile_ms, 99.0) {
+                    Some(p99) if p99 <= bound => (true, format!("p99 {p99:.1} ms")),
+                    Some(p99) => (false, format!("p99 {p99:.1} ms > {bound:.1} ms")),
+                    None => (false, "no latency measured".to_owned()),
+                },
+                Ok((_, kills)) => (false, format!("{kills} OOM kill(s)")),
+                Err(err) => (false, format!("{err:#}")),
+            };
+            eprintln!("bench:   {}: {note}", if held { "held" } else { "failed" });
+            probes.push(Probe { limit, held, note });
+            held
+        };
+        let mut low = round_up(figures.idle.anon as f64 / 2.0);
+        let mut high = round_up(figures.peak as f64 * 1.25);
+        let mut i = 0;
+        let mut held_high = false;
+        while i < 3 && !held_high {
+            held_high = probe(high, i).await;
+            i += 1;
+            if !held_high {
+                low = high;
+                high *= 2;
+            }
+        }
+        if held_high {
+            while i < MAX_PROBES
+                && let Some(mid) = next_limit(low, high)
+            {
+                if probe(mid, i).await {
+                    high = mid;
+                } else {
+                    low = mid;
+                }
+                i += 1;
+            }
+        }
+        Ok(Budget {
+            fleet: "ring".into(),
+            variant,
+            n,
+            unconstrained,
+            unconstrained_p99_ms: p99,
+            probes,
+            budget_bytes: held_high.then_some(high),
+        })
+    }
+
+    /// The CPU the ring of `n` idle controllers as `variant` uses, per hour: one launch
+    /// without a limit whose settle time is `window`.
+    ///
+    /// # Errors
+    /// If the launch fails.
+    pub async fn idle_cpu(
+        &self,
+        variant: Variant,
+        n: usize,
+        window: Duration,
+        tag: &str,
+    ) -> anyhow::Result<IdleCpu> {
+        self.idle_cpu_with(&self.setup, variant, n, window, tag)
+            .await
+    }
+
+    /// [`Bench::idle_cpu`] with the binaries and settings of `setup`.
+    ///
+    /// # Errors
+    /// If the launch fails.
+    pub async fn idle_cpu_with(
+        &self,
+        setup: &Setup,
+        variant: Variant,
+        n: usize,
+        window: Duration,
+        tag: &str,
+    ) -> anyhow::Result<IdleCpu> {
+        let p = Params {
+            settle: window,
+            cycles: 1,
+            ..self.params.clone()
+        };
+        let (run, _) = self.ring_in_group(setup, variant, n, tag, &p, None).await?;
+        let figures = run.cgroup.context("the launch ran in a group")?;
+        let secs = figures.settle_ms as f64 / 1000.0;
+        Ok(IdleCpu {
+            variant,
+            n,
+            cpu_s_per_hour: figures.settle_cpu_ns as f64 / 1e9 / secs * 3600.0,
+            window_s: secs,
+        })
+    }
+}
+
+/// A memory lever judged again under the budget (issue #44): on in the host by default,
+/// each one off in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetLever {
+    /// `releaseIdleCode`: the host releases the compiled code of modules no instance runs,
+    /// and its own, every 2 s.
+    ReleaseIdleCode,
+    /// `funcRefProfile`: a module's func refs ordered by its first run's profile.
+    FuncRefProfile,
+    /// `host-shim/hot-text.order`: the host's hot functions linked together.
+    HotText,
+    /// `-no-pie`: the host linked position-dependent.
+    PositionDependent,
+}
+
+impl BudgetLever {
+    /// Every lever, in report order.
+    pub const ALL: [BudgetLever; 4] = [
+        BudgetLever::ReleaseIdleCode,
+        BudgetLever::FuncRefProfile,
+        BudgetLever::HotText,
+        BudgetLever::PositionDependent,
+    ];
+
+    /// Its name in the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            BudgetLever::ReleaseIdleCode => "releaseIdleCode",
+            BudgetLever::FuncRefProfile => "funcRefProfile",
+            BudgetLever::HotText => "hot-text order",
+            BudgetLever::PositionDependent => "position-dependent link (-no-pie)",
+        }
+    }
+
+    /// `setup` with the lever off: a setting, or the host built without it (`builds`);
+    /// `None` if that build was not given.
+    pub fn off(self, setup: &Setup, builds: &LeverBuilds) -> Option<Setup> {
+        let mut off = setup.clone();
+        match self {
+            BudgetLever::ReleaseIdleCode => off.release_idle_code = false,
+            BudgetLever::FuncRefProfile => off.func_ref_profile = false,
+            BudgetLever::HotText => off.host_shim = builds.without_hot_text.clone()?,
+            BudgetLever::PositionDependent => off.host_shim = builds.pie.clone()?,
+        }
+        Some(off)
+    }
+}
+
+/// The host built with a build-time lever off (`scripts/bench.sh` builds them).
+#[derive(Debug, Clone, Default)]
+pub struct LeverBuilds {
+    /// Linked without `hot-text.order` (`KUBE_WASM_HOST_HOT_TEXT=0`).
+    pub without_hot_text: Option<std::path::PathBuf>,
+    /// Linked position-independent (`KUBE_WASM_HOST_PIE=1`).
+    pub pie: Option<std::path::PathBuf>,
+}
+
+/// One lever off against every lever on, under the budget, at one N.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LeverJudgement {
+    /// The lever.
+    pub lever: BudgetLever,
+    /// How the controllers ran.
+    pub variant: Variant,
+    /// Controllers.
+    pub n: usize,
+    /// The budget with the lever off.
+    pub off: Budget,
+    /// The idle CPU with the lever off.
+    pub off_cpu: IdleCpu,
+}
+
+/// A lever stays when turning it off moves the budget or the idle CPU by at least this
+/// much (2 %).
+pub const LEVER_PAYS: f64 = 0.02;
+
+/// The first measured cycle's event→reconcile latency of a launch (the event after the idle
+/// settle time, when released code must come back), in ms.
+pub fn next_event_ms(run: &RingRun) -> Option<f64> {
+    run.reconcile_ms.first().copied()
+}
+
+/// Whether a lever whose off state measured `off` (budget bytes, CPU s/h) against `on` pays:
+/// either figure worse by at least [`LEVER_PAYS`] without it. `None` if a budget is missing.
+pub fn lever_pays(on: (Option<u64>, f64), off: (Option<u64>, f64)) -> Option<bool> {
+    let (on_bytes, off_bytes) = (on.0? as f64, off.0? as f64);
+    let budget_gain = (off_bytes - on_bytes) / on_bytes;
+    let cpu_gain = if on.1 > 0.0 {
+        (off.1 - on.1) / on.1
+    } else {
+        0.0
+    };
+    Some(budget_gain >= LEVER_PAYS || cpu_gain >= LEVER_PAYS)
+}
+
+impl Bench {
+    /// Measures `lever` off (`setup_off`) by budget and idle CPU for `variant` at `n`.
+    ///
+    /// # Errors
+    /// If a launch without a limit fails.
+    #[expect(clippy::too_many_arguments, reason = "one judgement's every choice")]
+    pub async fn judge_lever(
+        &self,
+        lever: BudgetLever,
+        setup_off: &Setup,
+        variant: Variant,
+        n: usize,
+        p: &Params,
+        window: Duration,
+        tag: &str,
+    ) -> anyhow::Result<LeverJudgement> {
+        let off = self
+            .budget_with(setup_off, variant, n, p, &format!("{tag}-b"))
+            .await?;
+        let off_cpu = self
+            .idle_cpu_with(setup_off, variant, n, window, &format!("{tag}-c"))
+            .await?;
+        Ok(LeverJudgement {
+            lever,
+            variant,
+            n,
+            off,
+            off_cpu,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bisection_halves_geometrically_to_the_tolerance() {
+        let mib = |n: u64| n * GRANULE;
+        assert_eq!(next_limit(mib(100), mib(400)), Some(mib(200)));
+        assert_eq!(next_limit(mib(100), mib(104)), None, "within 5 %");
+        assert_eq!(next_limit(mib(1), mib(2)), None, "a granule apart");
+        let mid = next_limit(mib(100), mib(110)).expect("10 % apart");
+        assert!(mid > mib(100) && mid < mib(110));
+        assert_eq!(mid % GRANULE, 0);
+    }
+
+    #[test]
+    fn a_lever_pays_when_either_figure_worsens_by_two_percent_without_it() {
+        let mib = |n: u64| Some(n * GRANULE);
+        assert_eq!(lever_pays((mib(100), 10.0), (mib(103), 10.0)), Some(true));
+        assert_eq!(lever_pays((mib(100), 10.0), (mib(101), 10.1)), Some(false));
+        assert_eq!(
+            lever_pays((mib(100), 10.0), (mib(99), 10.5)),
+            Some(true),
+            "CPU"
+        );
+        assert_eq!(lever_pays((mib(100), 0.0), (mib(100), 5.0)), Some(false));
+        assert_eq!(lever_pays((None, 1.0), (mib(100), 1.0)), None);
+    }
+}

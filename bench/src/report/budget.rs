@@ -1,0 +1,246 @@
+//! Memory budgets and idle CPU in the report (issue #44): their goals, their section and the
+//! plot of the budget against N for each variant.
+
+use std::fmt::Write as _;
+
+use super::goals::Goal;
+use super::measured::Measured;
+use crate::budget::{Budget, IdleCpu};
+use crate::fleet::Variant;
+
+/// Bytes in a MiB.
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn budget_of(m: &Measured, variant: Variant, n: usize) -> Option<&Budget> {
+    m.budgets.iter().find(|b| b.variant == variant && b.n == n)
+}
+
+fn cpu_of(m: &Measured, variant: Variant) -> Option<&IdleCpu> {
+    m.idle_cpu.iter().find(|c| c.variant == variant)
+}
+
+/// The N the budget goals are judged at: 1,000, else the largest measured.
+fn judged_n(m: &Measured) -> Option<usize> {
+    let ns = m.budgets.iter().map(|b| b.n);
+    if ns.clone().any(|n| n == 1000) {
+        Some(1000)
+    } else {
+        ns.max()
+    }
+}
+
+/// The budget ratio of `variant` to native at `n` against `target`.
+fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
+    let target_text = format!("≤ {:.0} % of native's budget", target * 100.0);
+    let what = |n: usize| {
+        format!(
+            "memory budget of {n} ring controllers, {}, vs {n} native processes",
+            variant.label()
+        )
+    };
+    let Some(n) = judged_n(m) else {
+        return Goal {
+            goal: what(1000),
+            target: target_text,
+            measured: "not measured: the budget workload did not run (--budget-n)".into(),
+            holds: None,
+        };
+    };
+    let pair = (budget_of(m, Variant::Native, n), budget_of(m, variant, n));
+    let (Some(native), Some(wasm)) = pair else {
+        return Goal {
+            goal: what(n),
+            target: target_text,
+            measured: format!("not measured at N = {n}"),
+            holds: None,
+        };
+    };
+    match (native.budget_bytes, wasm.budget_bytes) {
+        (Some(native_bytes), Some(wasm_bytes)) => {
+            let ratio = wasm_bytes as f64 / native_bytes as f64;
+            Goal {
+                goal: what(n),
+                target: target_text,
+                measured: format!(
+                    "{:.1} % ({:.0} vs {:.0} MiB)",
+                    ratio * 100.0,
+                    wasm_bytes as f64 / MIB,
+                    native_bytes as f64 / MIB
+                ),
+                holds: Some(ratio <= target),
+            }
+        }
+        _ => Goal {
+            goal: what(n),
+            target: target_text,
+            measured: "no limit that held was found for one of them (see the probes)".into(),
+            holds: Some(false),
+        },
+    }
+}
+
+fn cpu_goal(m: &Measured, variant: Variant) -> Goal {
+    let goal = format!(
+        "idle CPU of idle ring controllers, {}, vs native",
+        variant.label()
+    );
+    match (cpu_of(m, Variant::Native), cpu_of(m, variant)) {
+        (Some(native), Some(wasm)) => Goal {
+            goal: format!("{goal} (N = {})", wasm.n),
+            target: "≤ native's".into(),
+            measured: format!(
+                "{:.1} vs {:.1} CPU s per hour",
+                wasm.cpu_s_per_hour, native.cpu_s_per_hour
+            ),
+            holds: Some(wasm.cpu_s_per_hour <= native.cpu_s_per_hour),
+        },
+        _ => Goal {
+            goal,
+            target: "≤ native's".into(),
+            measured: "not measured: the idle-CPU workload did not run (--idle-cpu-n)".into(),
+            holds: None,
+        },
+    }
+}
+
+/// The goals of issue #44 this workload measures.
+pub fn goals(m: &Measured) -> Vec<Goal> {
+    vec![
+        ratio_goal(m, Variant::Wasm, 0.05),
+        ratio_goal(m, Variant::WasmSuspend, 0.02),
+        cpu_goal(m, Variant::Wasm),
+        cpu_goal(m, Variant::WasmSuspend),
+    ]
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / MIB)
+}
+
+/// The section of `report.md`: each budget with its unconstrained figures (PSS next to what
+/// the kernel charged, anonymous and file-backed), the probes, and the idle CPU.
+pub fn section(m: &Measured) -> String {
+    let mut s = String::new();
+    if m.budgets.is_empty() && m.idle_cpu.is_empty() && m.lever_judgements.is_empty() {
+        return s;
+    }
+    s.push_str("\n## Memory budgets (cgroup limits)\n\n");
+    s.push_str(
+        "The smallest cgroup memory limit (no swap) each fleet still runs in: nothing \
+         OOM-killed, every ring cycle through every controller, event→reconcile p99 within 2× \
+         the same variant's without a limit; bisected to 5 %. Unconstrained: PSS (smaps_rollup) \
+         next to what the kernel charged the group at idle, anonymous and file-backed.\n\n\
+         | variant | N | budget MiB | unconstrained p99 ms | idle PSS MiB | idle anon MiB | \
+         idle file MiB | peak MiB | probes |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for b in &m.budgets {
+        let c = b.unconstrained.cgroup;
+        let probes: Vec<String> = b
+            .probes
+            .iter()
+            .map(|p| format!("{} {}", p.limit >> 20, if p.held { "✓" } else { "✗" }))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} |",
+            b.variant.label(),
+            b.n,
+            b.budget_bytes.map_or("none".into(), mib),
+            b.unconstrained_p99_ms,
+            b.unconstrained.idle.pss_kib as f64 / 1024.0,
+            c.map_or("-".into(), |c| mib(c.idle.anon)),
+            c.map_or("-".into(), |c| mib(c.idle.file)),
+            c.map_or("-".into(), |c| mib(c.peak)),
+            probes.join(", ")
+        );
+    }
+    if !m.idle_cpu.is_empty() {
+        s.push_str(
+            "\n### Idle CPU\n\n| variant | N | CPU s per hour | measured over s |\n|---|---|---|---|\n",
+        );
+        for c in &m.idle_cpu {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.1} | {:.0} |",
+                c.variant.label(),
+                c.n,
+                c.cpu_s_per_hour,
+                c.window_s
+            );
+        }
+    }
+    s.push_str(&levers_section(m));
+    s
+}
+
+/// The levers judged under the budget: each off against every lever on, with whether it
+/// pays (see [`crate::budget::lever_pays`]).
+fn levers_section(m: &Measured) -> String {
+    let mut s = String::new();
+    if m.lever_judgements.is_empty() {
+        return s;
+    }
+    s.push_str(
+        "\n### The memory levers under the budget\n\nEach lever off in turn against every lever \
+         on: the budget, the idle CPU, and the next event's event→reconcile latency (the first \
+         cycle after the idle settle time, when released code comes back). A lever stays when \
+         turning it off costs at least 2 % of budget or idle CPU.\n\n| lever | N | budget on → \
+         off MiB | idle CPU on → off s/h | next event on → off ms | verdict |\n|---|---|---|---|---|---|\n",
+    );
+    for j in &m.lever_judgements {
+        let on = budget_of(m, j.variant, j.n);
+        let on_cpu = m
+            .idle_cpu
+            .iter()
+            .find(|c| c.variant == j.variant && c.n == j.n);
+        let bytes = |b: Option<u64>| b.map_or("none".into(), mib);
+        let next = |b: Option<&Budget>| {
+            b.and_then(|b| crate::budget::next_event_ms(&b.unconstrained))
+                .map_or("-".into(), |ms| format!("{ms:.1}"))
+        };
+        let verdict = match (on, on_cpu) {
+            (Some(on), Some(on_cpu)) => match crate::budget::lever_pays(
+                (on.budget_bytes, on_cpu.cpu_s_per_hour),
+                (j.off.budget_bytes, j.off_cpu.cpu_s_per_hour),
+            ) {
+                Some(true) => "pays: stays",
+                Some(false) => "does not pay: remove",
+                None => "no budget found",
+            },
+            _ => "no baseline measured",
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} → {} | {} → {:.1} | {} → {} | {verdict} |",
+            j.lever.label(),
+            j.n,
+            bytes(on.and_then(|b| b.budget_bytes)),
+            bytes(j.off.budget_bytes),
+            on_cpu.map_or("-".into(), |c| format!("{:.1}", c.cpu_s_per_hour)),
+            j.off_cpu.cpu_s_per_hour,
+            next(on),
+            next(Some(&j.off)),
+        );
+    }
+    s
+}
+
+/// The budget against N for each variant, in MiB (for the plot).
+pub fn series(m: &Measured) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut variants: Vec<Variant> = m.budgets.iter().map(|b| b.variant).collect();
+    variants.sort();
+    variants.dedup();
+    variants
+        .into_iter()
+        .map(|v| {
+            let mut points: Vec<(f64, f64)> = m
+                .budgets
+                .iter()
+                .filter(|b| b.variant == v)
+                .filter_map(|b| Some((b.n as f64, b.budget_bytes? as f64 / MIB)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (v.label().to_owned(), points)
+        })
+        .collect()
+}
