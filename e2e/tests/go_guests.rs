@@ -116,8 +116,12 @@ async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
     )
     .await;
     // SIGTERM to the native process, the host's stop request to the module: both leave
-    // through kubewasm.NotifyContext's context.
-    runs.stop(Stop::Term, "stop requested, exiting", WAIT);
+    // through kubewasm.NotifyContext's context, with signal.NotifyContext's cause.
+    runs.stop(
+        Stop::Term,
+        "stop requested (terminated signal received), exiting",
+        WAIT,
+    );
 }
 
 #[tokio::test]

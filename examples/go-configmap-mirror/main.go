@@ -46,7 +46,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "configmap-mirror: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Println("configmap-mirror: stop requested, exiting")
+	fmt.Printf("configmap-mirror: stop requested (%v), exiting\n", context.Cause(ctx))
 }
 
 // clientConfig is the pod's configuration in a cluster (or the host's, in a module), else

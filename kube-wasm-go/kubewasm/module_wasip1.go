@@ -21,13 +21,14 @@ var Default = NewReactor(wasmHost{})
 func InClusterConfig() (*rest.Config, error) { return Default.Config(), nil }
 
 // NotifyContext returns a copy of parent that is cancelled when the host asks the module to
-// stop (SPEC.md, Lifecycle 6), as signal.NotifyContext's is by the signals natively
-// (signals is not used in a module: the host's stop request stands for them all). stop
-// cancels the context and withdraws the request to be told; until a module has called
-// NotifyContext, the host ends it at once when it stops, as a process that does not handle
-// SIGTERM dies of it.
+// stop (SPEC.md, Lifecycle 6), as signal.NotifyContext's is by the signals natively: the
+// host's stop request stands for them all, and [context.Cause] gives what it gives for
+// SIGTERM, "terminated signal received" (the first of signals if SIGTERM is not among
+// them). stop cancels the context and withdraws the request to be told; until a module has
+// called NotifyContext, the host ends it at once when it stops, as a process that does not
+// handle SIGTERM dies of it.
 func NotifyContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancelCause(parent)
 	o := Default.start(Default.host.StopSignal())
 	go func() {
 		d, err := o.next(ctx)
@@ -35,14 +36,14 @@ func NotifyContext(parent context.Context, signals ...os.Signal) (ctx context.Co
 		case err != nil:
 			// Stopped by the caller or the parent: nothing to tell.
 		case d.Completion.Kind == abi.KindStop:
-			cancel()
+			cancel(stopCause(signals))
 		default:
 			fmt.Fprintf(os.Stderr, "kube-wasm: the host refused the stop signal (%s: %s); this context ends only with its parent\n",
 				d.Completion.Code, d.Completion.Message)
 		}
 	}()
 	return ctx, func() {
-		cancel()
+		cancel(nil)
 		o.close()
 	}
 }
