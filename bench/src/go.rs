@@ -11,6 +11,9 @@
 //! - event→reconcile latency: from a ConfigMap's update to its mirror Secret holding the new
 //!   value, seen by the driver's own watch, natively, resident and suspended (each update
 //!   after the module was suspended again);
+//! - a fleet of N Go controllers (`fleet_n`), each mirroring its own namespace: N native Go
+//!   processes against one host with N modules, resident and suspended — what a controller
+//!   costs once the host's own memory is shared, as a host runs them by the hundred;
 //! - a mixed fleet: the Go module with the Rust examples in one host, resident and
 //!   suspended, against all of them as native processes.
 
@@ -47,6 +50,8 @@ pub struct GoSetup {
     pub events: usize,
     /// Seconds to let a launch settle before its memory is sampled.
     pub settle_secs: u64,
+    /// Go controllers of the fleet (0 skips it).
+    pub fleet_n: usize,
 }
 
 /// A latency series, in ms.
@@ -71,7 +76,7 @@ impl Latency {
 }
 
 /// The Go workload's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct GoFigures {
     /// The module's size, in bytes.
     pub wasm_bytes: u64,
@@ -107,6 +112,14 @@ pub struct GoFigures {
     pub mixed_suspended: Option<Sample>,
     /// The kinds in the mixed fleet.
     pub mixed_kinds: Vec<String>,
+    /// Go controllers of the fleet (0: not measured).
+    pub fleet_n: usize,
+    /// The fleet as `fleet_n` native Go processes, idle (their summed PSS).
+    pub fleet_native: Option<Sample>,
+    /// The same controllers as modules of one host, idle and resident.
+    pub fleet_wasm: Option<Sample>,
+    /// The same, every module suspended to disk.
+    pub fleet_suspended: Option<Sample>,
 }
 
 const LABEL: (&str, &str) = ("kube-wasm.dev/mirror", "true");
@@ -148,13 +161,29 @@ async fn fresh_namespace(client: &Client, prefix: &str) -> anyhow::Result<String
 
 /// Creates `objects` labelled ConfigMaps in `ns` and waits for their mirrors.
 async fn populate(client: &Client, ns: &str, objects: usize) -> anyhow::Result<()> {
+    populate_only(client, ns, objects).await?;
+    mirrors_within(client, ns, objects, Duration::from_secs(300)).await
+}
+
+/// Creates `objects` labelled ConfigMaps (`cm-0`, `cm-1`, …) in `ns`.
+async fn populate_only(client: &Client, ns: &str, objects: usize) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     for i in 0..objects {
         cms.create(&PostParams::default(), &mirrored(&format!("cm-{i}"), "0"))
             .await?;
     }
+    Ok(())
+}
+
+/// Waits up to `timeout` for the mirrors of `objects` ConfigMaps in `ns`.
+async fn mirrors_within(
+    client: &Client,
+    ns: &str,
+    objects: usize,
+    timeout: Duration,
+) -> anyhow::Result<()> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let deadline = Instant::now() + timeout;
     loop {
         let n = secrets
             .list(&Default::default())
@@ -173,7 +202,7 @@ async fn populate(client: &Client, ns: &str, objects: usize) -> anyhow::Result<(
         }
         anyhow::ensure!(
             Instant::now() < deadline,
-            "{n} of {objects} mirrors in {ns} within 300 s"
+            "{n} of {objects} mirrors in {ns} within {timeout:?}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -324,6 +353,13 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     let resume_mean_ms = (resumes > 0)
         .then(|| (after.resume_seconds - at_rest.resume_seconds) * 1000.0 / resumes as f64);
 
+    let (fleet_native, fleet_wasm, fleet_suspended) = if go.fleet_n > 0 {
+        let (native, wasm, suspended) = fleet(setup, go, &client, out).await?;
+        (Some(native), Some(wasm), Some(suspended))
+    } else {
+        (None, None, None)
+    };
+
     let mut mixed_kinds = vec!["go-configmap-mirror".to_string()];
     let (mut mixed_native, mut mixed_wasm, mut mixed_suspended) = (None, None, None);
     if !go.rust_examples.is_empty() {
@@ -409,5 +445,86 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
         mixed_wasm,
         mixed_suspended,
         mixed_kinds,
+        fleet_n: go.fleet_n,
+        fleet_native,
+        fleet_wasm,
+        fleet_suspended,
     })
+}
+
+/// The fleet of `go.fleet_n` Go controllers, each with `go.objects` ConfigMaps of its own
+/// namespace: as native processes, then as modules of one host resident, then suspended.
+/// Returns their idle samples in that order.
+async fn fleet(
+    setup: &Setup,
+    go: &GoSetup,
+    client: &Client,
+    out: &Path,
+) -> anyhow::Result<(Sample, Sample, Sample)> {
+    let n = go.fleet_n;
+    let settle = Duration::from_secs(go.settle_secs.max(10));
+    eprintln!("bench go: a fleet of {n} Go controllers, natively");
+    let dir = out.join("go-fleet-native");
+    std::fs::create_dir_all(&dir)?;
+    let mut commands = Vec::with_capacity(n);
+    for i in 0..n {
+        let ns = fresh_namespace(client, "go-fleet-n").await?;
+        populate_only(client, &ns, go.objects).await?;
+        let kubeconfig = kubeconfig_for(&setup.kubeconfig, &ns, &dir)?;
+        let mut command = Command::new(&go.native);
+        command.env("KUBECONFIG", &kubeconfig).stdin(Stdio::null());
+        commands.push((format!("go-configmap-mirror-{i}"), (command, ns)));
+    }
+    let namespaces: Vec<String> = commands.iter().map(|(_, (_, ns))| ns.clone()).collect();
+    let mut native = Fleet::start_processes(
+        commands
+            .into_iter()
+            .map(|(name, (c, _))| (name, c))
+            .collect(),
+        &dir,
+    )?;
+    for ns in &namespaces {
+        mirrors_within(client, ns, go.objects, Duration::from_secs(300)).await?;
+    }
+    tokio::time::sleep(settle).await;
+    let native_idle = native.idle_memory().await?;
+    native.stop(Duration::from_secs(10))?;
+
+    let mut samples = Vec::with_capacity(2);
+    for suspend in [None, Some(setup.suspend_idle_after.as_str())] {
+        let label = if suspend.is_some() {
+            "suspended"
+        } else {
+            "resident"
+        };
+        eprintln!("bench go: a fleet of {n} Go controllers in one host, {label}");
+        let dir = out.join(format!("go-fleet-{label}"));
+        let mut entries = Vec::with_capacity(n);
+        let mut namespaces = Vec::with_capacity(n);
+        for i in 0..n {
+            let ns = fresh_namespace(client, "go-fleet-w").await?;
+            populate_only(client, &ns, go.objects).await?;
+            entries.push(entry(&format!("go-mirror-{i}"), &go.wasm, &ns, suspend));
+            namespaces.push(ns);
+        }
+        let mut host = Fleet::start_host(setup, &dir, |metrics| {
+            host_manifest(setup, true, &entries, metrics)
+        })?;
+        host.wait_for_modules(n, Duration::from_secs(600)).await?;
+        for ns in &namespaces {
+            mirrors_within(client, ns, go.objects, Duration::from_secs(300)).await?;
+        }
+        if suspend.is_some() {
+            until_suspended(&mut host, n as u64, Duration::from_secs(180)).await?;
+        }
+        tokio::time::sleep(settle).await;
+        if suspend.is_some() {
+            until_suspended(&mut host, n as u64, Duration::from_secs(180)).await?;
+        }
+        samples.push(host.idle_memory().await?);
+        host.stop(Duration::from_secs(10))?;
+    }
+    let suspended = samples.pop().context("the suspended fleet's sample")?;
+    let resident = samples.pop().context("the resident fleet's sample")?;
+    Ok((native_idle, resident, suspended))
 }

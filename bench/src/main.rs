@@ -189,6 +189,10 @@ struct Cli {
     /// Labelled ConfigMaps each Go controller mirrors.
     #[arg(long, default_value_t = 10)]
     go_objects: usize,
+    /// Go controllers of the Go fleet (N native Go processes against one host with N
+    /// modules, resident and suspended); 0 skips it.
+    #[arg(long, default_value_t = 10)]
+    go_fleet_n: usize,
 }
 
 /// The Go workload alone (`--go`): prints its goals and writes `go.md` and `go.json`.
@@ -215,6 +219,7 @@ async fn run_go(cli: &Cli, setup: &Setup, out: &std::path::Path) -> anyhow::Resu
         objects: cli.go_objects,
         events: cli.go_events,
         settle_secs: cli.settle_secs,
+        fleet_n: cli.go_fleet_n,
     };
     let figures = kube_wasm_bench::go::run(setup, &go, out).await?;
     let (md, goals) = kube_wasm_bench::report::go_markdown(&figures);

@@ -12,22 +12,29 @@ pub struct Sample {
     pub pss_kib: u64,
     /// Sum of `Rss:` of `/proc/PID/smaps_rollup`, in KiB (shared pages counted per process).
     pub rss_kib: u64,
+    /// Sum of `Pss_Anon:`, in KiB: the anonymous part of the PSS, which the kernel cannot
+    /// drop without swap (the rest is file-backed: text, mapped compiled code, a module's
+    /// copy-on-write memory image). 0 in reports written before it was measured.
+    #[serde(default)]
+    pub pss_anon_kib: u64,
 }
 
 /// The median of `samples`, field by field (0 for none).
 pub fn median(samples: &[Sample]) -> Sample {
     let pss: Vec<f64> = samples.iter().map(|s| s.pss_kib as f64).collect();
     let rss: Vec<f64> = samples.iter().map(|s| s.rss_kib as f64).collect();
+    let anon: Vec<f64> = samples.iter().map(|s| s.pss_anon_kib as f64).collect();
     Sample {
         pss_kib: crate::stats::median(&pss).unwrap_or_default() as u64,
         rss_kib: crate::stats::median(&rss).unwrap_or_default() as u64,
+        pss_anon_kib: crate::stats::median(&anon).unwrap_or_default() as u64,
     }
 }
 
-/// Reads the `Pss:` and `Rss:` lines (kB) of a `smaps_rollup` text.
+/// Reads the `Pss:`, `Rss:` and `Pss_Anon:` lines (kB) of a `smaps_rollup` text.
 ///
 /// # Errors
-/// If either line is missing or not a number.
+/// If a line is missing or not a number.
 pub fn parse_smaps_rollup(text: &str) -> anyhow::Result<Sample> {
     let field = |name: &str| -> anyhow::Result<u64> {
         let line = text
@@ -43,6 +50,7 @@ pub fn parse_smaps_rollup(text: &str) -> anyhow::Result<Sample> {
     Ok(Sample {
         pss_kib: field("Pss:")?,
         rss_kib: field("Rss:")?,
+        pss_anon_kib: field("Pss_Anon:")?,
     })
 }
 
@@ -66,6 +74,7 @@ pub fn of_processes(pids: &[u32]) -> anyhow::Result<Sample> {
         let one = of_process(pid)?;
         total.pss_kib += one.pss_kib;
         total.rss_kib += one.rss_kib;
+        total.pss_anon_kib += one.pss_anon_kib;
     }
     Ok(total)
 }
@@ -82,7 +91,8 @@ mod tests {
             parse_smaps_rollup(text).expect("parses"),
             Sample {
                 pss_kib: 9000,
-                rss_kib: 10240
+                rss_kib: 10240,
+                pss_anon_kib: 100,
             }
         );
         assert!(parse_smaps_rollup("Rss: 1 kB\n").is_err());
@@ -92,5 +102,6 @@ mod tests {
     fn reads_this_process() {
         let me = of_process(std::process::id()).expect("own smaps_rollup");
         assert!(me.pss_kib > 0 && me.rss_kib >= me.pss_kib);
+        assert!(me.pss_anon_kib > 0 && me.pss_anon_kib <= me.pss_kib);
     }
 }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::goals::{Goal, go_goals};
 use crate::go::{GoFigures, Latency};
+use crate::memory::Sample;
 use crate::stats;
 
 fn ms(values: &[f64]) -> String {
@@ -26,6 +27,13 @@ fn latency(l: &Latency) -> String {
 pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
     let goals = go_goals(g);
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
+    let sample = |s: &Sample| {
+        format!(
+            "{:.1} MiB (anonymous {:.1} MiB)",
+            s.pss_kib as f64 / 1024.0,
+            s.pss_anon_kib as f64 / 1024.0
+        )
+    };
     let mut md = String::from(
         "## Go controllers (issue #43)\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n",
     );
@@ -57,9 +65,9 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
         g.wasm_bytes as f64 / 1_048_576.0,
         ms(&g.compile_ms),
         ms(&g.cache_load_ms),
-        mib(g.native_idle.pss_kib),
-        mib(g.wasm_idle.pss_kib),
-        mib(g.wasm_suspended.pss_kib),
+        sample(&g.native_idle),
+        sample(&g.wasm_idle),
+        sample(&g.wasm_suspended),
         g.linear_memory_bytes as f64 / 1_048_576.0,
         g.snapshot_bytes as f64 / 1_048_576.0,
         g.resume_mean_ms
@@ -69,6 +77,24 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
         latency(&g.latency_wasm),
         latency(&g.latency_suspended),
     );
+    if let (Some(native), Some(wasm), Some(suspended)) =
+        (g.fleet_native, g.fleet_wasm, g.fleet_suspended)
+    {
+        let n = g.fleet_n;
+        let per = |s: &Sample| s.pss_kib as f64 / 1024.0 / n.max(1) as f64;
+        let _ = write!(
+            md,
+            "| {n} Go controllers, native processes | {} — {:.2} MiB each |\n\
+             | the same in one host, resident | {} — {:.2} MiB each |\n\
+             | the same in one host, suspended | {} — {:.2} MiB each |\n",
+            sample(&native),
+            per(&native),
+            sample(&wasm),
+            per(&wasm),
+            sample(&suspended),
+            per(&suspended),
+        );
+    }
     if let (Some(native), Some(wasm), Some(suspended)) =
         (g.mixed_native, g.mixed_wasm, g.mixed_suspended)
     {

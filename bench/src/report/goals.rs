@@ -370,26 +370,6 @@ fn hot_text_goal(hot_text: Option<&HotText>) -> Goal {
 /// Issue #43's goals for the Go workload (`--go`): the client-go controller in the host
 /// against the same controller as a native Go process.
 pub fn go_goals(g: &crate::go::GoFigures) -> Vec<Goal> {
-    let mib = |kib: u64| kib as f64 / 1024.0;
-    let native = g.native_idle.pss_kib as f64;
-    let ratio = |kib: u64| (native > 0.0).then(|| kib as f64 / native);
-    let memory_goal = |goal: &str, target: f64, kib: u64| {
-        let r = ratio(kib);
-        Goal {
-            goal: goal.to_string(),
-            target: format!("≤ {:.0} %", target * 100.0),
-            measured: match r {
-                Some(r) => format!(
-                    "{:.1} % ({:.1} vs {:.1} MiB PSS)",
-                    r * 100.0,
-                    mib(kib),
-                    mib(g.native_idle.pss_kib)
-                ),
-                None => "not measured: no native figure".into(),
-            },
-            holds: r.map(|r| r <= target),
-        }
-    };
     let latency = match (g.latency_wasm.p99, g.latency_native.p99) {
         (Some(wasm), Some(native)) => Goal {
             goal: "Go event→reconcile p99, module vs native process".into(),
@@ -409,24 +389,113 @@ pub fn go_goals(g: &crate::go::GoFigures) -> Vec<Goal> {
             holds: None,
         },
     };
-    vec![
-        memory_goal(
+    let one = Some(g.native_idle);
+    let mut goals = vec![
+        go_memory_goal(
             "Go controller idle, host included, vs the native Go process (PSS)",
             0.5,
-            g.wasm_idle.pss_kib,
+            Some(g.wasm_idle),
+            one,
         ),
-        memory_goal(
+        go_memory_goal(
             "the same, the module suspended to disk",
             0.05,
-            g.wasm_suspended.pss_kib,
+            Some(g.wasm_suspended),
+            one,
         ),
-        latency,
-    ]
+    ];
+    if g.fleet_n > 0 {
+        let n = g.fleet_n;
+        goals.push(go_memory_goal(
+            &format!("{n} Go controllers idle in one host vs {n} native Go processes (PSS)"),
+            0.5,
+            g.fleet_wasm,
+            g.fleet_native,
+        ));
+        goals.push(go_memory_goal(
+            &format!("the same {n}, suspended to disk"),
+            0.05,
+            g.fleet_suspended,
+            g.fleet_native,
+        ));
+    }
+    goals.push(latency);
+    goals
+}
+
+/// The goal that `wasm`'s PSS is at most `target` × `native`'s (anonymous memory beside).
+fn go_memory_goal(
+    goal: &str,
+    target: f64,
+    wasm: Option<crate::memory::Sample>,
+    native: Option<crate::memory::Sample>,
+) -> Goal {
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let (measured, holds) = match (wasm, native) {
+        (Some(w), Some(n)) if n.pss_kib > 0 => {
+            let r = w.pss_kib as f64 / n.pss_kib as f64;
+            (
+                format!(
+                    "{:.1} % ({:.1} vs {:.1} MiB PSS; anonymous {:.1} vs {:.1} MiB)",
+                    r * 100.0,
+                    mib(w.pss_kib),
+                    mib(n.pss_kib),
+                    mib(w.pss_anon_kib),
+                    mib(n.pss_anon_kib)
+                ),
+                Some(r <= target),
+            )
+        }
+        _ => ("not measured".into(), None),
+    };
+    Goal {
+        goal: goal.to_string(),
+        target: format!("≤ {:.0} %", target * 100.0),
+        measured,
+        holds,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_goals_judge_one_controller_and_the_fleet_by_pss() {
+        use crate::memory::Sample;
+        let mib = |pss: u64, anon: u64| Sample {
+            pss_kib: pss * 1024,
+            rss_kib: pss * 1024,
+            pss_anon_kib: anon * 1024,
+        };
+        let figures = crate::go::GoFigures {
+            native_idle: mib(26, 5),
+            wasm_idle: mib(20, 7),
+            wasm_suspended: mib(2, 1),
+            fleet_n: 10,
+            fleet_native: Some(mib(70, 50)),
+            fleet_wasm: Some(mib(35, 30)),
+            fleet_suspended: Some(mib(3, 2)),
+            ..Default::default()
+        };
+        let goals = go_goals(&figures);
+        let holds: Vec<Option<bool>> = goals.iter().map(|g| g.holds).collect();
+        // 20/26 > 50 %; 2/26 > 5 %; 35/70 = 50 %; 3/70 < 5 %; no latency measured.
+        assert_eq!(
+            holds,
+            [Some(false), Some(false), Some(true), Some(true), None]
+        );
+        assert!(
+            goals[2]
+                .measured
+                .starts_with("50.0 % (35.0 vs 70.0 MiB PSS; anonymous 30.0")
+        );
+        let alone = go_goals(&crate::go::GoFigures {
+            fleet_n: 0,
+            ..figures
+        });
+        assert_eq!(alone.len(), 3, "no fleet goals without a fleet");
+    }
     use crate::workloads::ResumePoint;
 
     #[test]

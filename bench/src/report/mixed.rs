@@ -175,6 +175,7 @@ mod tests {
             idle: Sample {
                 pss_kib: pss_mib * 1024,
                 rss_kib: pss_mib * 2048,
+                pss_anon_kib: pss_mib * 512,
             },
             per_kind_kib: Default::default(),
         }
