@@ -395,15 +395,25 @@ impl Fleet {
     /// # Errors
     /// If a process exited.
     pub async fn idle_memory(&mut self) -> anyhow::Result<Sample> {
+        self.memory_median(3).await
+    }
+
+    /// The median of `samples` samples of [`Fleet::memory`], one a second: 11 span a Go
+    /// module's 10-second timers (client-go's delaying queue), each of which resumes a
+    /// suspended module for a moment.
+    ///
+    /// # Errors
+    /// If a controller died or `/proc` cannot be read.
+    pub async fn memory_median(&mut self, samples: usize) -> anyhow::Result<Sample> {
         self.check_alive()?;
-        let mut samples = Vec::new();
-        for i in 0..3 {
+        let mut taken = Vec::with_capacity(samples);
+        for i in 0..samples.max(1) {
             if i > 0 {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            samples.push(self.memory()?);
+            taken.push(self.memory()?);
         }
-        Ok(memory::median(&samples))
+        Ok(memory::median(&taken))
     }
 
     /// The host's metrics now (`None` for native controllers).
