@@ -173,7 +173,7 @@ struct Cli {
     /// Run only the Go workload (issue #43): examples/go-configmap-mirror natively and as a
     /// module (`--go-native`, `--go-wasm`), with the examples of `--example-wasm` beside it
     /// in a mixed fleet (their native builds from `--native-dir`); writes `go.md` and
-    /// `go.json`.
+    /// `go.json` into `--out` and `--book`.
     #[arg(long)]
     go: bool,
     /// The native build of go-configmap-mirror.
@@ -223,11 +223,29 @@ async fn run_go(cli: &Cli, setup: &Setup, out: &std::path::Path) -> anyhow::Resu
     };
     let figures = kube_wasm_bench::go::run(setup, &go, out).await?;
     let (md, goals) = kube_wasm_bench::report::go_markdown(&figures);
-    std::fs::write(out.join("go.md"), &md)?;
-    std::fs::write(
-        out.join("go.json"),
-        serde_json::to_string_pretty(&serde_json::json!({"figures": figures, "goals": goals}))?,
-    )?;
+    let context: Vec<String> = machine_context()
+        .into_iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let page = format!(
+        "# Go controllers: the benchmark's Go workload\n\n\
+         Written by `scripts/bench.sh --go` (release builds): {}; {} labelled ConfigMaps per \
+         controller, {} events natively and resident (a third as many suspended), \
+         `idleAfter: {}`. Every figure is from this one run; `go.json` beside this page holds them \
+         all.\n\n{md}",
+        context.join("; "),
+        go.objects,
+        go.events,
+        setup.suspend_idle_after,
+    );
+    let json =
+        serde_json::to_string_pretty(&serde_json::json!({"figures": figures, "goals": goals}))?;
+    for dir in std::iter::once(out).chain(cli.book.as_deref()) {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("go.md"), &page)?;
+        std::fs::write(dir.join("go.json"), &json)?;
+        eprintln!("bench: wrote {}", dir.join("go.md").display());
+    }
     println!("{md}");
     Ok(())
 }

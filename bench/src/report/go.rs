@@ -35,7 +35,7 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
         )
     };
     let mut md = String::from(
-        "## Go controllers (issue #43)\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n",
+        "## Goals\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n",
     );
     for goal in &goals {
         let verdict = match goal.holds {
@@ -51,7 +51,7 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
     }
     let _ = write!(
         md,
-        "\n| figure | value |\n| --- | --- |\n\
+        "\n## Figures\n\n| figure | value |\n| --- | --- |\n\
          | `go-configmap-mirror.wasm` | {:.1} MiB |\n\
          | cold compile (the host's engine) | {} |\n\
          | load from the precompiled cache | {} |\n\
