@@ -34,9 +34,8 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
             s.pss_anon_kib as f64 / 1024.0
         )
     };
-    let mut md = String::from(
-        "## Goals\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n",
-    );
+    let mut md =
+        String::from("## Goals\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n");
     for goal in &goals {
         let verdict = match goal.holds {
             Some(true) => "holds",
