@@ -4,7 +4,8 @@
 //! A Go guest's runtime waits in `poll_oneoff` when no goroutine can run; its SDK keeps the
 //! export's own goroutine waiting to read the idle descriptor ([`IDLE_FD`]) in that wait. This
 //! host answers such an **idle poll** at once with the descriptor readable, so the export
-//! returns, and records the poll's earliest clock as the guest's next timer ([`IdleState`]),
+//! returns, and records the poll's earliest clock as the guest's next timer
+//! ([`IdleState`](crate::runtime::idle_state::IdleState)),
 //! which the module loop turns into a wake op (see [`crate::runtime::module`]).
 //!
 //! `poll_oneoff` is this host's, in place of wasmtime-wasi's, for every module: an idle poll
@@ -20,7 +21,7 @@
 //! pointer is answered with `fault`, too many subscriptions with `notsup`, and what one call
 //! copies out of the guest is bounded.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube_wasm_abi::IDLE_FD;
 use wasmtime::{Caller, Extern, Linker, Memory};
@@ -53,30 +54,6 @@ const ERRNO_SUCCESS: i32 = 0;
 const ERRNO_FAULT: i32 = 21;
 const ERRNO_INVAL: i32 = 28;
 const ERRNO_NOTSUP: i32 = 58;
-
-/// What one module's idle polls told.
-#[derive(Debug, Default)]
-pub struct IdleState {
-    /// When the current entry began (its deadline counts from here).
-    entry_started: Option<Instant>,
-    /// `Some(next)` once the current entry made an idle poll: the next timer its last one
-    /// named (`None`: no timer).
-    polled: Option<Option<tokio::time::Instant>>,
-}
-
-impl IdleState {
-    /// Starts an entry: no idle poll yet.
-    pub fn begin_entry(&mut self) {
-        self.entry_started = Some(Instant::now());
-        self.polled = None;
-    }
-
-    /// What the entry's idle polls told, once: `Some(next_timer)` if it made one (the last
-    /// one's earliest clock, or `None` for no timer), `None` if it made none.
-    pub fn take_polled(&mut self) -> Option<Option<tokio::time::Instant>> {
-        self.polled.take()
-    }
-}
 
 /// Defines `poll_oneoff` in place of wasmtime-wasi's, already in `linker`.
 ///
@@ -255,16 +232,13 @@ async fn poll(caller: &mut Caller<'_, HostState>, call: PollCall) -> wasmtime::R
         Answer::Now(events) => events,
         Answer::Idle { event, next } => {
             let next = next.and_then(|after| tokio::time::Instant::now().checked_add(after));
-            caller.data_mut().idle.polled = Some(next);
+            caller.data_mut().idle.record_idle_poll(next);
             vec![event]
         }
         Answer::Sleep(earliest) => {
             let (spent, deadline) = {
                 let state = caller.data();
-                let spent = state
-                    .idle
-                    .entry_started
-                    .map_or(Duration::ZERO, |started| started.elapsed());
+                let spent = state.idle.entry_elapsed();
                 (spent, state.entry_deadline)
             };
             if spent.saturating_add(earliest) > deadline {

@@ -22,6 +22,7 @@ pub mod host;
 pub(crate) mod idle;
 pub mod idle_code;
 pub mod idle_stack;
+pub(crate) mod idle_state;
 pub(crate) mod memory_cap;
 pub mod merge_functions;
 pub mod module;

@@ -11,7 +11,7 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 
 use crate::metrics::Metrics;
 use crate::runtime::func_refs::FuncRefProfile;
-use crate::runtime::idle::IdleState;
+use crate::runtime::idle_state::IdleState;
 use crate::runtime::memory_cap::MemoryCap;
 use crate::runtime::ops::{CompletionSender, OpTable, QueuedCompletion, StreamTable};
 use crate::runtime::quota::{ByteBudget, Quotas, WarnThrottle};
