@@ -69,34 +69,7 @@ pub async fn measure_one(
     let engine = engine()?;
     let cache = ModuleCache::open(cache_dir)
         .with_context(|| format!("opening the module cache {}", cache_dir.display()))?;
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut compile_ms = Vec::new();
-    for _ in 0..repeats {
-        let t = Instant::now();
-        Module::new(&engine, &bytes)
-            .map_err(|e| anyhow::anyhow!("compiling {}: {e:?}", path.display()))?;
-        compile_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    cache
-        .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
-        .map_err(|e| anyhow::anyhow!("caching {}: {e:?}", path.display()))?;
-    let mut cache_load_ms = Vec::new();
-    for _ in 0..repeats {
-        let t = Instant::now();
-        cache
-            .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
-            .map_err(|e| anyhow::anyhow!("loading {}: {e:?}", path.display()))?;
-        cache_load_ms.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    Ok(WasmFigures {
-        name: path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        bytes: bytes.len() as u64,
-        compile_ms,
-        cache_load_ms,
-    })
+    Ok(measure_file(&engine, &cache, cache_dir, path, repeats)?.0)
 }
 
 /// Measures every file of `wasm` (`repeats` compiles and cache loads each) and `instances`
@@ -117,45 +90,11 @@ pub async fn measure(
     let mut figures = Vec::new();
     let mut ring_module = None;
     for path in wasm {
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut compile_ms = Vec::new();
-        for _ in 0..repeats {
-            let t = Instant::now();
-            Module::new(&engine, &bytes)
-                .map_err(|e| anyhow::anyhow!("compiling {}: {e:?}", path.display()))?;
-            compile_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let (file, module) = measure_file(&engine, &cache, cache_dir, path, repeats)?;
+        figures.push(file);
+        if path == ring {
+            ring_module = module;
         }
-        // The first load stores the entry if it is not cached yet.
-        cache
-            .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
-            .map_err(|e| anyhow::anyhow!("caching {}: {e:?}", path.display()))?;
-        let mut cache_load_ms = Vec::new();
-        for _ in 0..repeats {
-            let t = Instant::now();
-            let loaded = cache
-                .load_or_compile(&engine, &bytes, |w| engine.precompile_module(w))
-                .map_err(|e| anyhow::anyhow!("loading {}: {e:?}", path.display()))?;
-            let took = t.elapsed().as_secs_f64() * 1000.0;
-            anyhow::ensure!(
-                loaded.source == Source::Cached,
-                "{} was not served from the cache {}",
-                path.display(),
-                cache_dir.display()
-            );
-            cache_load_ms.push(took);
-            if path == ring {
-                ring_module = Some(loaded.module);
-            }
-        }
-        figures.push(WasmFigures {
-            name: path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            bytes: bytes.len() as u64,
-            compile_ms,
-            cache_load_ms,
-        });
     }
     let module = ring_module.context("the ring controller's .wasm is not among the files")?;
     let instantiate = instantiate(&engine, &module, instances).await?;
@@ -163,6 +102,56 @@ pub async fn measure(
         wasm: figures,
         instantiate,
     })
+}
+
+/// One file's size, `repeats` cold compiles and `repeats` loads from `cache` (each checked to
+/// come from the cache), and the module the last load gave (`None` if `repeats` is 0).
+fn measure_file(
+    engine: &wasmtime::Engine,
+    cache: &ModuleCache,
+    cache_dir: &Path,
+    path: &Path,
+    repeats: usize,
+) -> anyhow::Result<(WasmFigures, Option<Module>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut compile_ms = Vec::new();
+    for _ in 0..repeats {
+        let t = Instant::now();
+        Module::new(engine, &bytes)
+            .map_err(|e| anyhow::anyhow!("compiling {}: {e:?}", path.display()))?;
+        compile_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    // The first load stores the entry if it is not cached yet.
+    cache
+        .load_or_compile(engine, &bytes, |w| engine.precompile_module(w))
+        .map_err(|e| anyhow::anyhow!("caching {}: {e:?}", path.display()))?;
+    let mut cache_load_ms = Vec::new();
+    let mut module = None;
+    for _ in 0..repeats {
+        let t = Instant::now();
+        let loaded = cache
+            .load_or_compile(engine, &bytes, |w| engine.precompile_module(w))
+            .map_err(|e| anyhow::anyhow!("loading {}: {e:?}", path.display()))?;
+        let took = t.elapsed().as_secs_f64() * 1000.0;
+        anyhow::ensure!(
+            loaded.source == Source::Cached,
+            "{} was not served from the cache {}",
+            path.display(),
+            cache_dir.display()
+        );
+        cache_load_ms.push(took);
+        module = Some(loaded.module);
+    }
+    let figures = WasmFigures {
+        name: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        bytes: bytes.len() as u64,
+        compile_ms,
+        cache_load_ms,
+    };
+    Ok((figures, module))
 }
 
 /// Times `count` instantiations of `module` from one pre-instantiation, each into a fresh
