@@ -8,7 +8,7 @@ use std::time::Duration;
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
-use crate::env_path;
+use crate::{Program, env_path, registry};
 
 /// `kubectl ARGS…` against the test control plane; returns its stdout.
 ///
@@ -80,4 +80,30 @@ pub fn local_resource(name: &str, path: &str) -> DynamicObject {
     let mut object = DynamicObject::new(name, &api_resource());
     object.data = serde_json::json!({ "spec": { "path": path } });
     object
+}
+
+/// `host-shim run --controllers` as host `host_name`, running the WasmControllers of
+/// `namespaces` alone (other tests' resources stay apart), pulling from the test registry
+/// (plain HTTP), its module cache in `cache_dir`, a 5-second stop timeout, and `extra`
+/// arguments after those.
+pub fn start_host(
+    host_name: &str,
+    cache_dir: &Path,
+    namespaces: &[&str],
+    extra: &[&str],
+) -> Program {
+    let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
+    command
+        .args(["run", "--controllers", "--stop-timeout", "5"])
+        .args(["--host-name", host_name])
+        .args(["--insecure-registry", &registry::address()])
+        .arg("--cache-dir")
+        .arg(cache_dir)
+        .arg("--kubeconfig")
+        .arg(env_path("KUBECONFIG"));
+    for ns in namespaces {
+        command.args(["--namespace", ns]);
+    }
+    command.args(extra);
+    Program::spawn(command, "host-shim")
 }

@@ -7,7 +7,6 @@
 //! deadlock, a blocked syscall, `signal.NotifyContext` unported) ended and restarted alone
 //! while the Go mirror beside them keeps mirroring.
 
-use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -18,7 +17,7 @@ use kube_wasm_e2e::objects::{config_map, mirrored};
 use kube_wasm_e2e::side_by_side::{SideBySide, Stop};
 use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{
-    Program, client, env_path, eventually, fresh_namespace, kubeconfig_for, registry, scratch_dir,
+    Program, client, eventually, fresh_namespace, kubeconfig_for, registry, scratch_dir,
 };
 use serde_json::{Value, json};
 
@@ -171,17 +170,13 @@ async fn go_controller_runtime_wasm_and_native_reach_the_same_state() {
 }
 
 fn start_operator(namespace: &str, metrics: &str) -> Program {
-    let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
-    command
-        .args(["run", "--controllers", "--stop-timeout", "5"])
-        .args(["--host-name", "e2e-go-host"])
-        .args(["--insecure-registry", &registry::address()])
-        .args(["--metrics-addr", metrics])
-        .args(["--cache-dir", &shared_cache()])
-        .arg("--kubeconfig")
-        .arg(env_path("KUBECONFIG"))
-        .args(["--namespace", namespace]);
-    Program::spawn(command, "host-shim")
+    let cache = shared_cache();
+    wc::start_host(
+        "e2e-go-host",
+        std::path::Path::new(&cache),
+        &[namespace],
+        &["--metrics-addr", metrics],
+    )
 }
 
 #[tokio::test]

@@ -6,7 +6,6 @@
 //! reconciling; after SIGKILL a new host brings
 //! every resource back; `kubectl get wasmcontrollers` prints the columns.
 
-use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
@@ -16,7 +15,7 @@ use kube_wasm_e2e::audit::audited_requests;
 use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::registry;
 use kube_wasm_e2e::wasm_controllers as wc;
-use kube_wasm_e2e::{Program, client, env_path, eventually, fresh_namespace, gone, scratch_dir};
+use kube_wasm_e2e::{Program, client, eventually, fresh_namespace, gone, scratch_dir};
 use serde_json::{Value, json};
 
 /// Debug builds compile a module in seconds; several reconcile at once on two cores.
@@ -68,32 +67,15 @@ async fn has_event(client: &kube::Client, ns: &str, name: &str, reason: &str) ->
         .unwrap_or(false)
 }
 
-/// A host running the WasmControllers of `namespaces` (other tests' resources stay apart).
+/// A host running the WasmControllers of `namespaces`, each module with watches of its own.
 fn start_host(dir: &std::path::Path, namespaces: &[String]) -> Program {
-    let mut command = Command::new(env_path("KUBE_WASM_HOST_SHIM"));
-    command
-        .args([
-            "run",
-            "--controllers",
-            "--shared-watches",
-            "false",
-            "--stop-timeout",
-            "5",
-        ])
-        .args([
-            "--host-name",
-            "e2e-host",
-            "--insecure-registry",
-            &registry::address(),
-        ])
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .arg("--kubeconfig")
-        .arg(env_path("KUBECONFIG"));
-    for ns in namespaces {
-        command.args(["--namespace", ns]);
-    }
-    Program::spawn(command, "host-shim")
+    let namespaces: Vec<&str> = namespaces.iter().map(String::as_str).collect();
+    wc::start_host(
+        "e2e-host",
+        &dir.join("cache"),
+        &namespaces,
+        &["--shared-watches", "false"],
+    )
 }
 
 #[tokio::test]
