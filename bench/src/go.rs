@@ -482,22 +482,17 @@ async fn fleet(
     let dir = out.join("go-fleet-native");
     std::fs::create_dir_all(&dir)?;
     let mut commands = Vec::with_capacity(n);
+    let mut namespaces = Vec::with_capacity(n);
     for i in 0..n {
         let ns = fresh_namespace(client, "go-fleet-n").await?;
         populate_only(client, &ns, go.objects).await?;
         let kubeconfig = kubeconfig_for(&setup.kubeconfig, &ns, &dir)?;
         let mut command = Command::new(&go.native);
         command.env("KUBECONFIG", &kubeconfig).stdin(Stdio::null());
-        commands.push((format!("go-configmap-mirror-{i}"), (command, ns)));
+        commands.push((format!("go-configmap-mirror-{i}"), command));
+        namespaces.push(ns);
     }
-    let namespaces: Vec<String> = commands.iter().map(|(_, (_, ns))| ns.clone()).collect();
-    let mut native = Fleet::start_processes(
-        commands
-            .into_iter()
-            .map(|(name, (c, _))| (name, c))
-            .collect(),
-        &dir,
-    )?;
+    let mut native = Fleet::start_processes(commands, &dir)?;
     for ns in &namespaces {
         mirrors_within(client, ns, go.objects, Duration::from_secs(300)).await?;
     }
