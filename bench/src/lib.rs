@@ -1,5 +1,5 @@
 //! The benchmark's and the soak's pieces, one concept a module: the apiserver's audit log
-//! ([`audit`]), memory budgets under cgroup limits and idle CPU ([`budget`], [`cgroup`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
+//! ([`audit`]), memory budgets under cgroup limits and idle CPU ([`budget`], [`cgroup`], run in order by [`budget_stage`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
 //! ([`fleet`]), the memory levers before/after ([`levers`]), the cold start ([`cold_start`]), fleets of
 //! distinct controllers ([`mixed`]), Go controllers ([`go`]), process memory ([`memory`]), order
 //! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
@@ -12,6 +12,7 @@
 
 pub mod audit;
 pub mod budget;
+pub mod budget_stage;
 pub mod cgroup;
 pub mod cluster;
 pub mod cold_start;

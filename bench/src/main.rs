@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use clap::Parser;
 
 use kube_wasm_bench::budget::{BudgetLever, LeverBuilds};
+use kube_wasm_bench::budget_stage::BudgetPlan;
 use kube_wasm_bench::fleet::{self, Setup, Variant};
 use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
@@ -520,103 +521,6 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
-    let budget_variants: Vec<Variant> = variants
-        .iter()
-        .copied()
-        .filter(|v| matches!(v, Variant::Native | Variant::Wasm | Variant::WasmSuspend))
-        .collect();
-    let mut budgets = Vec::new();
-    let mut idle_cpu = Vec::new();
-    if !cli.budget_n.is_empty() || cli.idle_cpu_n > 0 {
-        cgroup::check_available().context("the budget and idle-CPU workloads need cgroups")?;
-    }
-    let budget_params = Params {
-        warmup: 2,
-        cycles: cli.budget_cycles.max(1),
-        settle: Duration::from_secs(cli.settle_secs.min(5)),
-        startup_timeout: Duration::from_secs(900),
-        cycle_timeout: Duration::from_secs(300),
-        ..bench.params.clone()
-    };
-    for &n in &cli.budget_n {
-        for &v in &budget_variants {
-            launch += 1;
-            let tag = format!("b{stamp}-{launch}");
-            eprintln!(
-                "bench: budget ring N={n} {} (namespaces {tag}-*)",
-                v.label()
-            );
-            let budget = bench
-                .budget(v, n, &budget_params, &tag)
-                .await
-                .with_context(|| format!("the budget of ring N={n} {}", v.label()))?;
-            eprintln!(
-                "bench:   budget {}",
-                budget
-                    .budget_bytes
-                    .map_or("none found".to_owned(), |b| format!("{} MiB", b >> 20))
-            );
-            budgets.push(budget);
-        }
-    }
-    let mut lever_judgements = Vec::new();
-    if !cli.budget_levers.is_empty() && variants.contains(&Variant::Wasm) {
-        let n = cli.budget_lever_n;
-        let window = Duration::from_secs(cli.idle_cpu_secs);
-        if !budgets
-            .iter()
-            .any(|b| b.variant == Variant::Wasm && b.n == n)
-        {
-            launch += 1;
-            let tag = format!("b{stamp}-{launch}");
-            eprintln!("bench: budget ring N={n} wasm, every lever on (namespaces {tag}-*)");
-            budgets.push(bench.budget(Variant::Wasm, n, &budget_params, &tag).await?);
-        }
-        if cli.idle_cpu_n != n || !budget_variants.contains(&Variant::Wasm) {
-            launch += 1;
-            let tag = format!("b{stamp}-{launch}");
-            idle_cpu.push(bench.idle_cpu(Variant::Wasm, n, window, &tag).await?);
-        }
-        let builds = LeverBuilds {
-            without_hot_text: cli.host_without_hot_text.clone(),
-            pie: cli.host_pie.clone(),
-        };
-        for &lever in &cli.budget_levers {
-            let Some(off) = lever.off(&bench.setup, &builds) else {
-                eprintln!(
-                    "bench: lever {} not judged: its build was not given",
-                    lever.label()
-                );
-                continue;
-            };
-            launch += 1;
-            let tag = format!("b{stamp}-{launch}");
-            eprintln!(
-                "bench: lever {} off, ring N={n} wasm (namespaces {tag}-*)",
-                lever.label()
-            );
-            let judged = bench
-                .judge_lever(lever, &off, Variant::Wasm, n, &budget_params, window, &tag)
-                .await
-                .with_context(|| format!("the lever {} off", lever.label()))?;
-            lever_judgements.push(judged);
-        }
-    }
-    if cli.idle_cpu_n > 0 {
-        for &v in &budget_variants {
-            launch += 1;
-            let tag = format!("b{stamp}-{launch}");
-            eprintln!(
-                "bench: idle CPU of {} idle ring controllers, {} (namespaces {tag}-*)",
-                cli.idle_cpu_n,
-                v.label()
-            );
-            let window = Duration::from_secs(cli.idle_cpu_secs);
-            let cpu = bench.idle_cpu(v, cli.idle_cpu_n, window, &tag).await?;
-            eprintln!("bench:   {:.1} CPU s/h", cpu.cpu_s_per_hour);
-            idle_cpu.push(cpu);
-        }
-    }
     let mut cold_start = Vec::new();
     if cli.cold_start_n > 0 && variants.contains(&Variant::Wasm) {
         launch += 1;
@@ -654,7 +558,12 @@ async fn main() -> anyhow::Result<()> {
         }
     };
 
-    let report = Report::new(Measured {
+    let budget_variants: Vec<Variant> = variants
+        .iter()
+        .copied()
+        .filter(|v| matches!(v, Variant::Native | Variant::Wasm | Variant::WasmSuspend))
+        .collect();
+    let mut measured = Measured {
         context,
         variants,
         unavailable,
@@ -669,15 +578,50 @@ async fn main() -> anyhow::Result<()> {
         cold_start,
         replicas,
         replicas_skipped,
-        budgets,
-        idle_cpu,
-        lever_judgements,
-    });
-    for dir in std::iter::once(&out).chain(&cli.book) {
-        for file in report.write(dir)? {
-            eprintln!("bench: wrote {}", file.display());
+        ..Measured::default()
+    };
+    let book = cli.book.clone();
+    let checkpoint = |measured: &Measured| -> anyhow::Result<Report> {
+        let report = Report::new(measured.clone());
+        for dir in std::iter::once(&out).chain(&book) {
+            for file in report.write(dir)? {
+                eprintln!("bench: wrote {}", file.display());
+            }
         }
+        Ok(report)
+    };
+    checkpoint(&measured)?;
+    if !cli.budget_n.is_empty() || cli.idle_cpu_n > 0 || !cli.budget_levers.is_empty() {
+        cgroup::check_available().context("the budget and idle-CPU workloads need cgroups")?;
     }
+    let plan = BudgetPlan {
+        ns: cli.budget_n.clone(),
+        variants: budget_variants,
+        params: Params {
+            warmup: 2,
+            cycles: cli.budget_cycles.max(1),
+            settle: Duration::from_secs(cli.settle_secs.min(5)),
+            startup_timeout: Duration::from_secs(900),
+            cycle_timeout: Duration::from_secs(300),
+            ..bench.params.clone()
+        },
+        idle_cpu_n: cli.idle_cpu_n,
+        idle_cpu_window: Duration::from_secs(cli.idle_cpu_secs),
+        levers: cli.budget_levers.clone(),
+        lever_n: cli.budget_lever_n,
+        lever_builds: LeverBuilds {
+            without_hot_text: cli.host_without_hot_text.clone(),
+            pie: cli.host_pie.clone(),
+        },
+    };
+    let mut tag = || {
+        launch += 1;
+        format!("b{stamp}-{launch}")
+    };
+    bench
+        .budget_stage(&plan, &mut measured, &mut tag, |m| checkpoint(m).map(drop))
+        .await?;
+    let report = checkpoint(&measured)?;
     for goal in &report.goals {
         eprintln!(
             "goal: {} — target {} — {} — {}",

@@ -121,7 +121,11 @@ fn mib(bytes: u64) -> String {
 /// the kernel charged, anonymous and file-backed), the probes, and the idle CPU.
 pub fn section(m: &Measured) -> String {
     let mut s = String::new();
-    if m.budgets.is_empty() && m.idle_cpu.is_empty() && m.lever_judgements.is_empty() {
+    if m.budgets.is_empty()
+        && m.idle_cpu.is_empty()
+        && m.lever_judgements.is_empty()
+        && m.incomplete.is_empty()
+    {
         return s;
     }
     s.push_str("\n## Memory budgets (cgroup limits)\n\n");
@@ -170,6 +174,12 @@ pub fn section(m: &Measured) -> String {
         }
     }
     s.push_str(&levers_section(m));
+    if !m.incomplete.is_empty() {
+        s.push_str("\n### Not measured\n\nLaunches of this stage that failed (the stage went on without them):\n\n");
+        for why in &m.incomplete {
+            let _ = writeln!(s, "- {}", why.replace('\n', " "));
+        }
+    }
     s
 }
 
@@ -243,4 +253,26 @@ pub fn series(m: &Measured) -> Vec<(String, Vec<(f64, f64)>)> {
             (v.label().to_owned(), points)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_launch_of_the_stage_is_listed_not_dropped() {
+        let m = Measured {
+            incomplete: vec![
+                "budget ring N=1000 native: the launch without a limit:\ntimed out".into(),
+            ],
+            ..Measured::default()
+        };
+        let s = section(&m);
+        assert!(s.contains("### Not measured"), "{s}");
+        assert!(
+            s.contains("- budget ring N=1000 native: the launch without a limit: timed out"),
+            "{s}"
+        );
+        assert!(section(&Measured::default()).is_empty());
+    }
 }

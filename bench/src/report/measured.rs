@@ -63,6 +63,10 @@ pub struct Measured {
     /// The memory levers judged again under the budget, each off (empty when it did not run).
     #[serde(default)]
     pub lever_judgements: Vec<LeverJudgement>,
+    /// Launches of the budget stage that failed, each with why (the stage went on without
+    /// them).
+    #[serde(default)]
+    pub incomplete: Vec<String>,
 }
 
 impl Measured {

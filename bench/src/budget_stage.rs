@@ -1,0 +1,137 @@
+//! The budget stage of a benchmark run (issue #44), in the order that keeps the most when a
+//! run is cut short: the memory levers under the budget first (they decide what the host
+//! keeps), then the idle CPU, then the budgets at every N, smallest first. A launch that fails
+//! is recorded in the report ([`Measured::incomplete`]) and the stage goes on; the caller's
+//! checkpoint writes the report after every result, so a run stopped during the largest N
+//! still leaves every figure it finished.
+
+use std::time::Duration;
+
+use crate::budget::{BudgetLever, LeverBuilds};
+use crate::fleet::Variant;
+use crate::report::Measured;
+use crate::workloads::{Bench, Params};
+
+/// What the budget stage measures.
+#[derive(Debug, Clone)]
+pub struct BudgetPlan {
+    /// Ring sizes of the budgets (empty: none).
+    pub ns: Vec<usize>,
+    /// Variants of the budgets and the idle CPU (native, wasm, wasm-suspend).
+    pub variants: Vec<Variant>,
+    /// A budget probe's launch parameters.
+    pub params: Params,
+    /// Idle ring controllers of the idle-CPU launches (0: none).
+    pub idle_cpu_n: usize,
+    /// How long the idle CPU is measured.
+    pub idle_cpu_window: Duration,
+    /// Levers judged under the budget, each off in turn (empty: none).
+    pub levers: Vec<BudgetLever>,
+    /// Ring size of the lever judgements (the wasm variant).
+    pub lever_n: usize,
+    /// The host builds with a build-time lever off.
+    pub lever_builds: LeverBuilds,
+}
+
+impl Bench {
+    /// Runs `plan` into `measured`, calling `checkpoint` after every result; `tag` gives each
+    /// launch its unique namespace prefix.
+    ///
+    /// # Errors
+    /// Only if `checkpoint` fails: a failed launch is recorded in `measured.incomplete`.
+    pub async fn budget_stage(
+        &self,
+        plan: &BudgetPlan,
+        measured: &mut Measured,
+        mut tag: impl FnMut() -> String,
+        checkpoint: impl Fn(&Measured) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let has_budget = |m: &Measured, v: Variant, n: usize| {
+            m.budgets.iter().any(|b| b.variant == v && b.n == n)
+        };
+        let has_cpu = |m: &Measured, v: Variant, n: usize| {
+            m.idle_cpu.iter().any(|c| c.variant == v && c.n == n)
+        };
+        let window = plan.idle_cpu_window;
+        if !plan.levers.is_empty() && plan.variants.contains(&Variant::Wasm) {
+            let n = plan.lever_n;
+            let what = format!("budget ring N={n} wasm, every lever on");
+            eprintln!("bench: {what}");
+            match self.budget(Variant::Wasm, n, &plan.params, &tag()).await {
+                Ok(budget) => measured.budgets.push(budget),
+                Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+            }
+            let what = format!("idle CPU ring N={n} wasm, every lever on");
+            eprintln!("bench: {what}");
+            match self.idle_cpu(Variant::Wasm, n, window, &tag()).await {
+                Ok(cpu) => measured.idle_cpu.push(cpu),
+                Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+            }
+            checkpoint(measured)?;
+            for &lever in &plan.levers {
+                let Some(off) = lever.off(&self.setup, &plan.lever_builds) else {
+                    let why = format!(
+                        "lever {} not judged: its build was not given",
+                        lever.label()
+                    );
+                    eprintln!("bench: {why}");
+                    measured.incomplete.push(why);
+                    continue;
+                };
+                let what = format!("lever {} off, ring N={n} wasm", lever.label());
+                eprintln!("bench: {what}");
+                let judged = self
+                    .judge_lever(lever, &off, Variant::Wasm, n, &plan.params, window, &tag())
+                    .await;
+                match judged {
+                    Ok(judged) => measured.lever_judgements.push(judged),
+                    Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+                }
+                checkpoint(measured)?;
+            }
+        }
+        if plan.idle_cpu_n > 0 {
+            for &v in &plan.variants {
+                let n = plan.idle_cpu_n;
+                if has_cpu(measured, v, n) {
+                    continue;
+                }
+                let what = format!("idle CPU ring N={n} {}", v.label());
+                eprintln!("bench: {what}");
+                match self.idle_cpu(v, n, window, &tag()).await {
+                    Ok(cpu) => {
+                        eprintln!("bench:   {:.1} CPU s/h", cpu.cpu_s_per_hour);
+                        measured.idle_cpu.push(cpu);
+                    }
+                    Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+                }
+                checkpoint(measured)?;
+            }
+        }
+        let mut ns = plan.ns.clone();
+        ns.sort_unstable();
+        for n in ns {
+            for &v in &plan.variants {
+                if has_budget(measured, v, n) {
+                    continue;
+                }
+                let what = format!("budget ring N={n} {}", v.label());
+                eprintln!("bench: {what}");
+                match self.budget(v, n, &plan.params, &tag()).await {
+                    Ok(budget) => {
+                        eprintln!(
+                            "bench:   budget {}",
+                            budget
+                                .budget_bytes
+                                .map_or("none found".to_owned(), |b| format!("{} MiB", b >> 20))
+                        );
+                        measured.budgets.push(budget);
+                    }
+                    Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+                }
+                checkpoint(measured)?;
+            }
+        }
+        Ok(())
+    }
+}
