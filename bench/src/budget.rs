@@ -86,6 +86,10 @@ pub struct IdleCpu {
     pub cpu_s_per_hour: f64,
     /// Over how long it was measured, in s.
     pub window_s: f64,
+    /// The same rate in each of [`crate::workloads::SETTLE_WINDOWS`] equal parts of that time
+    /// (empty in reports written before it was measured).
+    #[serde(default)]
+    pub windows_s_per_hour: Vec<f64>,
 }
 
 /// Rounds `bytes` up to the granule.
@@ -180,6 +184,7 @@ impl Bench {
             .context("the launch without a limit")?;
         let figures = unconstrained
             .cgroup
+            .clone()
             .context("the unconstrained launch ran in a group")?;
         let p99 = stats::percentile(&unconstrained.reconcile_ms, 99.0)
             .context("no event→reconcile latency measured")?;
@@ -286,11 +291,18 @@ impl Bench {
         let (run, _) = self.ring_in_group(setup, variant, n, tag, &p, None).await?;
         let figures = run.cgroup.context("the launch ran in a group")?;
         let secs = figures.settle_ms as f64 / 1000.0;
+        let per_hour = |ns: u64, secs: f64| ns as f64 / 1e9 / secs * 3600.0;
+        let windows = figures.settle_cpu_windows_ns.len().max(1) as f64;
         Ok(IdleCpu {
             variant,
             n,
-            cpu_s_per_hour: figures.settle_cpu_ns as f64 / 1e9 / secs * 3600.0,
+            cpu_s_per_hour: per_hour(figures.settle_cpu_ns, secs),
             window_s: secs,
+            windows_s_per_hour: figures
+                .settle_cpu_windows_ns
+                .iter()
+                .map(|&ns| per_hour(ns, secs / windows))
+                .collect(),
         })
     }
 }
@@ -372,23 +384,85 @@ pub struct LeverJudgement {
 /// much (2 %).
 pub const LEVER_PAYS: f64 = 0.02;
 
+/// Fewer idle-CPU windows than this per launch cannot tell a lever from noise.
+pub const MIN_CPU_WINDOWS: usize = 3;
+
 /// The first measured cycle's event→reconcile latency of a launch (the event after the idle
 /// settle time, when released code must come back), in ms.
 pub fn next_event_ms(run: &RingRun) -> Option<f64> {
     run.reconcile_ms.first().copied()
 }
 
-/// Whether a lever whose off state measured `off` (budget bytes, CPU s/h) against `on` pays:
-/// either figure worse by at least [`LEVER_PAYS`] without it. `None` if a budget is missing.
-pub fn lever_pays(on: (Option<u64>, f64), off: (Option<u64>, f64)) -> Option<bool> {
-    let (on_bytes, off_bytes) = (on.0? as f64, off.0? as f64);
-    let budget_gain = (off_bytes - on_bytes) / on_bytes;
-    let cpu_gain = if on.1 > 0.0 {
-        (off.1 - on.1) / on.1
-    } else {
-        0.0
+/// What one state of a lever measured: its budget and idle CPU.
+#[derive(Debug, Clone, Copy)]
+pub struct LeverState<'a> {
+    /// The budget bisection.
+    pub budget: &'a Budget,
+    /// The idle-CPU launch.
+    pub cpu: &'a IdleCpu,
+}
+
+/// Whether a lever pays, and by what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeverVerdict {
+    /// Without it the fleet needs more memory: a limit at least [`LEVER_PAYS`] above the
+    /// budget with it failed without it (or no limit held without it).
+    PaysInBudget,
+    /// Without it the idle fleet uses more CPU: the median window at least [`LEVER_PAYS`]
+    /// higher, and every window above every window with it.
+    PaysInCpu,
+    /// Neither: remove it.
+    DoesNotPay,
+    /// The budget does not move and the idle CPU has too few windows to tell.
+    Undetermined,
+    /// The budget with the lever on was not found.
+    NoBaseline,
+}
+
+impl LeverVerdict {
+    /// Its text in the report.
+    pub fn label(self) -> &'static str {
+        match self {
+            LeverVerdict::PaysInBudget => "pays (budget): stays",
+            LeverVerdict::PaysInCpu => "pays (idle CPU): stays",
+            LeverVerdict::DoesNotPay => "does not pay: remove",
+            LeverVerdict::Undetermined => "budget unmoved; idle CPU not resolved (too few windows)",
+            LeverVerdict::NoBaseline => "no budget with every lever on",
+        }
+    }
+}
+
+/// Judges a lever from its `on` and `off` states. A figure counts only where it is resolved:
+/// the budget by a probe (a limit that failed without the lever, 2 % above the limit that held
+/// with it, not the bisection's end points, which are 5 % apart), the idle CPU by windows that
+/// do not overlap.
+pub fn lever_pays(on: LeverState<'_>, off: LeverState<'_>) -> LeverVerdict {
+    let Some(on_bytes) = on.budget.budget_bytes else {
+        return LeverVerdict::NoBaseline;
     };
-    Some(budget_gain >= LEVER_PAYS || cpu_gain >= LEVER_PAYS)
+    let needs_more = off.budget.budget_bytes.is_none()
+        || off
+            .budget
+            .probes
+            .iter()
+            .any(|p| !p.held && p.limit as f64 >= on_bytes as f64 * (1.0 + LEVER_PAYS));
+    if needs_more {
+        return LeverVerdict::PaysInBudget;
+    }
+    let (on_w, off_w) = (&on.cpu.windows_s_per_hour, &off.cpu.windows_s_per_hour);
+    if on_w.len() < MIN_CPU_WINDOWS || off_w.len() < MIN_CPU_WINDOWS {
+        return LeverVerdict::Undetermined;
+    }
+    let (Some(on_median), Some(off_median)) = (stats::median(on_w), stats::median(off_w)) else {
+        return LeverVerdict::Undetermined;
+    };
+    let on_max = on_w.iter().copied().fold(f64::MIN, f64::max);
+    let off_min = off_w.iter().copied().fold(f64::MAX, f64::min);
+    if off_median >= on_median * (1.0 + LEVER_PAYS) && off_min > on_max {
+        LeverVerdict::PaysInCpu
+    } else {
+        LeverVerdict::DoesNotPay
+    }
 }
 
 impl Bench {
@@ -438,17 +512,80 @@ mod tests {
         assert_eq!(mid % GRANULE, 0);
     }
 
+    fn state(budget_mib: Option<u64>, failed_mib: &[u64], windows: &[f64]) -> (Budget, IdleCpu) {
+        let mib = |n: u64| n * GRANULE;
+        let mut probes: Vec<Probe> = failed_mib
+            .iter()
+            .map(|&f| Probe {
+                limit: mib(f),
+                held: false,
+                note: String::new(),
+            })
+            .collect();
+        if let Some(b) = budget_mib {
+            probes.push(Probe {
+                limit: mib(b),
+                held: true,
+                note: String::new(),
+            });
+        }
+        let budget = Budget {
+            fleet: "ring".into(),
+            variant: Variant::Wasm,
+            n: 100,
+            unconstrained: RingRun::empty(Variant::Wasm, 100),
+            unconstrained_p99_ms: 5.0,
+            probes,
+            budget_bytes: budget_mib.map(mib),
+        };
+        let cpu = IdleCpu {
+            variant: Variant::Wasm,
+            n: 100,
+            cpu_s_per_hour: windows.iter().sum::<f64>() / windows.len().max(1) as f64,
+            window_s: 60.0,
+            windows_s_per_hour: windows.to_vec(),
+        };
+        (budget, cpu)
+    }
+
+    fn judge(on: &(Budget, IdleCpu), off: &(Budget, IdleCpu)) -> LeverVerdict {
+        lever_pays(
+            LeverState {
+                budget: &on.0,
+                cpu: &on.1,
+            },
+            LeverState {
+                budget: &off.0,
+                cpu: &off.1,
+            },
+        )
+    }
+
     #[test]
-    fn a_lever_pays_when_either_figure_worsens_by_two_percent_without_it() {
-        let mib = |n: u64| Some(n * GRANULE);
-        assert_eq!(lever_pays((mib(100), 10.0), (mib(103), 10.0)), Some(true));
-        assert_eq!(lever_pays((mib(100), 10.0), (mib(101), 10.1)), Some(false));
+    fn a_lever_pays_only_by_what_its_off_state_resolves() {
+        let calm = [2.0, 2.1, 1.9, 2.0, 2.2, 2.0];
+        let on = state(Some(100), &[95], &calm);
+        let failed_above = state(Some(104), &[103], &calm);
+        assert_eq!(judge(&on, &failed_above), LeverVerdict::PaysInBudget);
+        let one_step = state(Some(102), &[101], &calm);
         assert_eq!(
-            lever_pays((mib(100), 10.0), (mib(99), 10.5)),
-            Some(true),
-            "CPU"
+            judge(&on, &one_step),
+            LeverVerdict::DoesNotPay,
+            "101 MiB failed: within 2 % of the 100 that held"
         );
-        assert_eq!(lever_pays((mib(100), 0.0), (mib(100), 5.0)), Some(false));
-        assert_eq!(lever_pays((None, 1.0), (mib(100), 1.0)), None);
+        let none_held = state(None, &[200, 400], &calm);
+        assert_eq!(judge(&on, &none_held), LeverVerdict::PaysInBudget);
+        let busier = state(Some(100), &[95], &[2.6, 2.5, 2.7, 2.4, 2.6, 2.5]);
+        assert_eq!(judge(&on, &busier), LeverVerdict::PaysInCpu);
+        let overlapping = state(Some(100), &[95], &[2.6, 2.5, 2.7, 2.1, 2.6, 2.5]);
+        assert_eq!(
+            judge(&on, &overlapping),
+            LeverVerdict::DoesNotPay,
+            "one window within the on state's range"
+        );
+        let one_window = state(Some(100), &[95], &[9.0]);
+        assert_eq!(judge(&on, &one_window), LeverVerdict::Undetermined);
+        let no_baseline = state(None, &[95], &calm);
+        assert_eq!(judge(&no_baseline, &on), LeverVerdict::NoBaseline);
     }
 }

@@ -49,6 +49,10 @@ pub struct Params {
     pub cycle_timeout: Duration,
 }
 
+/// The settle time is measured in this many equal windows, whose CPU times show how much
+/// the idle CPU varies (see [`crate::budget::lever_pays`]).
+pub const SETTLE_WINDOWS: u32 = 6;
+
 /// What the driver needs for a launch.
 pub struct Bench {
     /// The driver's client.
@@ -99,8 +103,30 @@ pub struct RingRun {
     pub cgroup: Option<CgroupFigures>,
 }
 
+#[cfg(test)]
+impl RingRun {
+    /// A launch of `n` controllers as `variant` that measured nothing (for the report's tests).
+    pub(crate) fn empty(variant: Variant, n: usize) -> Self {
+        Self {
+            variant,
+            n,
+            run: 0,
+            startup_ms: 0.0,
+            idle: Sample::default(),
+            load: Sample::default(),
+            load_max: Sample::default(),
+            ring_ms: Vec::new(),
+            reconcile_ms: Vec::new(),
+            requests: None,
+            host_idle: None,
+            host_end: None,
+            cgroup: None,
+        }
+    }
+}
+
 /// What a launch's control group measured (see [`crate::cgroup`]).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CgroupFigures {
     /// Its memory limit, in bytes (`None`: unlimited).
     pub limit: Option<u64>,
@@ -112,6 +138,10 @@ pub struct CgroupFigures {
     pub oom_kills: u64,
     /// CPU time its processes used during the settle time, in ns.
     pub settle_cpu_ns: u64,
+    /// …in each of [`SETTLE_WINDOWS`] equal parts of it, in ns: how much the idle CPU varies
+    /// within one launch (empty in reports written before it was measured).
+    #[serde(default)]
+    pub settle_cpu_windows_ns: Vec<u64>,
     /// The settle time, in ms.
     pub settle_ms: u64,
 }
@@ -284,11 +314,17 @@ impl Bench {
         }
 
         let settle_cpu = cgroup.map(Cgroup::cpu_ns).transpose()?;
-        tokio::time::sleep(p.settle).await;
-        let settle_cpu_ns = match (cgroup, settle_cpu) {
-            (Some(group), Some(before)) => group.cpu_ns()?.saturating_sub(before),
-            _ => 0,
-        };
+        let mut settle_cpu_windows_ns = Vec::with_capacity(SETTLE_WINDOWS as usize);
+        let mut window_start = settle_cpu;
+        for _ in 0..SETTLE_WINDOWS {
+            tokio::time::sleep(p.settle / SETTLE_WINDOWS).await;
+            if let (Some(group), Some(before)) = (cgroup, window_start) {
+                let now = group.cpu_ns()?;
+                settle_cpu_windows_ns.push(now.saturating_sub(before));
+                window_start = Some(now);
+            }
+        }
+        let settle_cpu_ns: u64 = settle_cpu_windows_ns.iter().sum();
         let idle = fleet.idle_memory().await?;
         let idle_charged = cgroup.map(Cgroup::charged).transpose()?;
         let host_idle = fleet.host_metrics()?;
@@ -342,6 +378,7 @@ impl Bench {
                 peak: group.peak()?,
                 oom_kills: group.oom_kills()?,
                 settle_cpu_ns,
+                settle_cpu_windows_ns,
                 settle_ms: p.settle.as_millis() as u64,
             }),
             _ => None,

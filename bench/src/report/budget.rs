@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::goals::Goal;
 use super::measured::Measured;
-use crate::budget::{Budget, IdleCpu};
+use crate::budget::{Budget, IdleCpu, LeverState, LeverVerdict};
 use crate::fleet::Variant;
 
 /// Bytes in a MiB.
@@ -138,7 +138,7 @@ pub fn section(m: &Measured) -> String {
          idle file MiB | peak MiB | probes |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for b in &m.budgets {
-        let c = b.unconstrained.cgroup;
+        let c = b.unconstrained.cgroup.as_ref();
         let probes: Vec<String> = b
             .probes
             .iter()
@@ -158,6 +158,7 @@ pub fn section(m: &Measured) -> String {
             probes.join(", ")
         );
     }
+    s.push_str(&super::scale::section(m));
     if !m.idle_cpu.is_empty() {
         s.push_str(
             "\n### Idle CPU\n\n| variant | N | CPU s per hour | measured over s |\n|---|---|---|---|\n",
@@ -194,7 +195,10 @@ fn levers_section(m: &Measured) -> String {
         "\n### The memory levers under the budget\n\nEach lever off in turn against every lever \
          on: the budget, the idle CPU, and the next event's event→reconcile latency (the first \
          cycle after the idle settle time, when released code comes back). A lever stays when \
-         turning it off costs at least 2 % of budget or idle CPU.\n\n| lever | N | budget on → \
+         turning it off costs at least 2 % of budget or idle CPU, as far as one run resolves \
+         it: the budget by a probe that failed without the lever at least 2 % above the limit \
+         that held with it, the idle CPU by its windows (the median 2 % higher without the \
+         lever and no window within the range of those with it).\n\n| lever | N | budget on → \
          off MiB | idle CPU on → off s/h | next event on → off ms | verdict |\n|---|---|---|---|---|---|\n",
     );
     for j in &m.lever_judgements {
@@ -209,15 +213,18 @@ fn levers_section(m: &Measured) -> String {
                 .map_or("-".into(), |ms| format!("{ms:.1}"))
         };
         let verdict = match (on, on_cpu) {
-            (Some(on), Some(on_cpu)) => match crate::budget::lever_pays(
-                (on.budget_bytes, on_cpu.cpu_s_per_hour),
-                (j.off.budget_bytes, j.off_cpu.cpu_s_per_hour),
-            ) {
-                Some(true) => "pays: stays",
-                Some(false) => "does not pay: remove",
-                None => "no budget found",
-            },
-            _ => "no baseline measured",
+            (Some(on), Some(on_cpu)) => crate::budget::lever_pays(
+                LeverState {
+                    budget: on,
+                    cpu: on_cpu,
+                },
+                LeverState {
+                    budget: &j.off,
+                    cpu: &j.off_cpu,
+                },
+            )
+            .label(),
+            _ => LeverVerdict::NoBaseline.label(),
         };
         let _ = writeln!(
             s,

@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::figures::Figures;
 use super::goals::{Goal, goals};
 use super::measured::Measured;
-use super::{budget, cold_start, mixed, replicas};
+use super::{budget, cold_start, mixed, replicas, scale};
 
 /// The whole report, as written to `report.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -29,6 +29,7 @@ impl Report {
         goals.extend(cold_start::goals(&measured));
         goals.extend(replicas::goals(&measured));
         goals.extend(budget::goals(&measured));
+        goals.extend(scale::goals(&measured));
         Self {
             goals,
             figures,
