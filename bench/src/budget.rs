@@ -11,7 +11,9 @@
 //! 2. the search starts between half the idle anonymous memory (below which nothing can
 //!    run: the kernel cannot drop anonymous pages without swap) and 1.25 × the peak (doubled
 //!    until it holds);
-//! 3. each probe halves the interval geometrically.
+//! 3. each probe halves the interval geometrically. A probe that failed only by its p99
+//!    (no kill, every cycle through) is launched once more and counts as that second launch:
+//!    with few cycles the p99 is nearly the slowest event, and one slow event is chance.
 //!
 //! Page cache is dropped before every launch (`/proc/sys/vm/drop_caches`), so that the
 //! binaries' and compiled modules' pages are charged to the launch that maps them, not to
@@ -205,17 +207,27 @@ impl Bench {
                 variant.label(),
                 limit / GRANULE
             );
-            let tag = format!("{tag}-{i}");
-            let launched = self.ring_in_group(setup, variant, n, &tag, p, Some(limit));
-            let (held, note) = match launched.await {
-                Ok((run, 0)) => match stats::percentile(&run.reconcile_ms, 99.0) {
-                    Some(p99) if p99 <= bound => (true, format!("p99 {p99:.1} ms")),
-                    Some(p99) => (false, format!("p99 {p99:.1} ms > {bound:.1} ms")),
-                    None => (false, "no latency measured".to_owned()),
-                },
-                Ok((_, kills)) => (false, format!("{kills} OOM kill(s)")),
-                Err(err) => (false, format!("{err:#}")),
+            let attempt = async |again: bool| {
+                let tag = format!("{tag}-{i}{}", if again { "r" } else { "" });
+                let launched = self.ring_in_group(setup, variant, n, &tag, p, Some(limit));
+                match launched.await {
+                    Ok((run, 0)) => match stats::percentile(&run.reconcile_ms, 99.0) {
+                        Some(p99) if p99 <= bound => (true, format!("p99 {p99:.1} ms"), false),
+                        Some(p99) => (false, format!("p99 {p99:.1} ms > {bound:.1} ms"), true),
+                        None => (false, "no latency measured".to_owned(), false),
+                    },
+                    Ok((_, kills)) => (false, format!("{kills} OOM kill(s)"), false),
+                    Err(err) => (false, format!("{err:#}"), false),
+                }
             };
+            let (mut held, mut note, slow_only) = attempt(false).await;
+            if slow_only {
+                // A few slow events fail a p99 of few cycles by chance (a resume that read its
+                // snapshot from the disk); a limit that is too small fails again.
+                let (again_held, again_note, _) = attempt(true).await;
+                held = again_held;
+                note = format!("{note}; again: {again_note}");
+            }
             eprintln!("bench:   {}: {note}", if held { "held" } else { "failed" });
             probes.push(Probe { limit, held, note });
             held
