@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates host-shim/hot-text.order, the functions a running host executes between events,
-# which the linker places together at the start of host-shim's code (host-shim/build.rs). A host
-# releases its code every `releaseIdleCode` period and the kernel maps code back 64 KiB at a
-# time, so spread-out hot functions cost many such blocks; packed, they cost a few.
+# which the linker places together at the start of host-shim's code (host-shim/build.rs). Under
+# memory pressure the kernel drops the host's clean text and maps it back 64 KiB at a time, so
+# spread-out hot functions cost many such blocks; packed, they cost a few.
 #
 #   scripts/hot-text.sh MANIFEST...
 #

@@ -99,9 +99,9 @@ pub struct Setup {
     pub module_cache: PathBuf,
     /// The `idleAfter` of the suspend variant's modules, e.g. `2s`.
     pub suspend_idle_after: String,
-    /// Whether the host releases the code of modules no instance runs (the manifest's
-    /// `releaseIdleCode`, on in the host by default).
-    pub release_idle_code: bool,
+    /// Whether the host releases the fiber and shadow stacks of idle modules (the manifest's
+    /// `releaseIdleStacks`, on in the host by default).
+    pub release_idle_stacks: bool,
     /// Whether the host compiles modules in a child process (the manifest's
     /// `compileInChild`, on in the host by default).
     pub compile_in_child: bool,
@@ -194,9 +194,9 @@ pub fn host_manifest(
     metrics: SocketAddr,
 ) -> String {
     let settings = format!(
-        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleCode: {}\nfuncRefProfile: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
+        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleStacks: {}\nfuncRefProfile: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
         setup.release_read_history,
-        setup.release_idle_code,
+        setup.release_idle_stacks,
         setup.func_ref_profile,
         setup.compile_in_child,
         setup.http2,
@@ -594,7 +594,7 @@ mod tests {
             suspend_between_timers: true,
             release_read_history: true,
             func_ref_profile: true,
-            release_idle_code: true,
+            release_idle_stacks: true,
             compile_in_child: true,
             http2: true,
         };
@@ -613,19 +613,19 @@ mod tests {
         let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
         let shared = manifest(&setup, Variant::Wasm, &links, addr);
         assert!(shared.contains("sharedWatches: true"), "{shared}");
-        assert!(shared.contains("releaseIdleCode: true"), "{shared}");
+        assert!(shared.contains("releaseIdleStacks: true"), "{shared}");
         assert!(shared.contains("releaseReadHistory: true"), "{shared}");
         assert!(shared.contains("compileInChild: true"), "{shared}");
         assert!(shared.contains("http2: true"), "{shared}");
         let kept = Setup {
             release_read_history: false,
-            release_idle_code: false,
+            release_idle_stacks: false,
             compile_in_child: false,
             http2: false,
             ..setup.clone()
         };
         let kept = manifest(&kept, Variant::Wasm, &links, addr);
-        assert!(kept.contains("releaseIdleCode: false"), "{kept}");
+        assert!(kept.contains("releaseIdleStacks: false"), "{kept}");
         assert!(kept.contains("releaseReadHistory: false"), "{kept}");
         assert!(kept.contains("compileInChild: false"), "{kept}");
         assert!(kept.contains("http2: false"), "{kept}");

@@ -1,6 +1,6 @@
 //! The host's memory levers, each a manifest setting on by default, measured in one run: the
 //! same fleets with every lever on (the defaults), and with one lever turned off at a time:
-//! - `releaseIdleCode`: the host releases the compiled code of modules no instance runs;
+//! - `releaseIdleStacks`: the host releases the fiber and shadow stacks of idle modules;
 //! - `http2`: requests and watches of every module share HTTP/2 connections;
 //! - `suspend.betweenTimers`: suspended modules are suspended between their timers too and
 //!   resumed ahead of them (measured on the suspended examples only: the ring has no timer);
@@ -46,8 +46,8 @@ pub const TICKERS: usize = 40;
 /// A host setting that saves memory, on by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Lever {
-    /// `releaseIdleCode`.
-    ReleaseIdleCode,
+    /// `releaseIdleStacks`.
+    ReleaseIdleStacks,
     /// `http2`.
     Http2,
     /// A suspended module's `suspend.betweenTimers`.
@@ -59,7 +59,7 @@ pub enum Lever {
 impl Lever {
     /// Every lever, in report order.
     pub const ALL: [Lever; 4] = [
-        Lever::ReleaseIdleCode,
+        Lever::ReleaseIdleStacks,
         Lever::Http2,
         Lever::BetweenTimers,
         Lever::ReleaseReadHistory,
@@ -68,7 +68,7 @@ impl Lever {
     /// Its manifest setting.
     pub fn setting(self) -> &'static str {
         match self {
-            Lever::ReleaseIdleCode => "releaseIdleCode",
+            Lever::ReleaseIdleStacks => "releaseIdleStacks",
             Lever::Http2 => "http2",
             Lever::BetweenTimers => "suspend.betweenTimers",
             Lever::ReleaseReadHistory => "releaseReadHistory",
@@ -79,7 +79,7 @@ impl Lever {
     /// timers (`timers`): `betweenTimers` only matters to suspended modules with timers.
     pub fn matters_to(self, suspended: bool, timers: bool) -> bool {
         match self {
-            Lever::ReleaseIdleCode | Lever::Http2 | Lever::ReleaseReadHistory => true,
+            Lever::ReleaseIdleStacks | Lever::Http2 | Lever::ReleaseReadHistory => true,
             Lever::BetweenTimers => suspended && timers,
         }
     }
@@ -87,8 +87,8 @@ impl Lever {
     /// `setup` with this lever turned off.
     pub fn off(self, setup: &Setup) -> Setup {
         match self {
-            Lever::ReleaseIdleCode => Setup {
-                release_idle_code: false,
+            Lever::ReleaseIdleStacks => Setup {
+                release_idle_stacks: false,
                 ..setup.clone()
             },
             Lever::Http2 => Setup {

@@ -103,7 +103,7 @@ struct Cli {
     #[arg(long)]
     no_resume_curve: bool,
     /// Skip the levers (the examples, a ring and, with wasm-suspend, 40 suspended tickers in
-    /// one host with every lever on, then with `releaseIdleCode`, `http2`, then
+    /// one host with every lever on, then with `releaseIdleStacks`, `http2`, then
     /// `suspend.betweenTimers` off; it runs only with the wasm variant).
     #[arg(long)]
     no_levers: bool,
@@ -152,7 +152,7 @@ struct Cli {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "release-idle-code,func-ref-profile,hot-text,position-dependent"
+        default_value = "release-idle-stacks,func-ref-profile,hot-text,position-dependent"
     )]
     budget_levers: Vec<BudgetLever>,
     /// Ring controllers of the levers' budgets.
@@ -314,7 +314,7 @@ async fn main() -> anyhow::Result<()> {
         kubeconfig: std::path::absolute(&cli.kubeconfig)?,
         module_cache: out.join("module-cache"),
         suspend_idle_after: cli.suspend_idle_after.clone(),
-        release_idle_code: true,
+        release_idle_stacks: true,
         compile_in_child: true,
         http2: true,
         suspend_between_timers: true,

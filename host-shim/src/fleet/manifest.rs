@@ -11,10 +11,9 @@
 //! releaseReadHistory: true           # optional, default true: a shared watch keeps an event
 //!                                    #   every live watch has taken for 5 s, not 75 s; a
 //!                                    #   later resume from before it goes to the API server
-//! releaseIdleCode: true              # optional, default true: a module's compiled code
-//!                                    #   leaves memory while no instance runs it (see
-//!                                    #   `idle_code`), and an idle module's fiber stack
-//!                                    #   (`fiber_stacks`)
+//! releaseIdleStacks: true            # optional, default true: an idle module's fiber
+//!                                    #   stack (`fiber_stacks`) and the dead pages of its
+//!                                    #   shadow stack (`shadow_stack`) leave memory
 //! funcRefProfile: true               # optional, default true: a module's first run with a
 //!                                    #   cache profiles the func refs it calls through, and
 //!                                    #   later compiles put them together (see `func_refs`)
@@ -113,10 +112,10 @@ pub struct Manifest {
     /// rather than keeping them for the whole history age (`releaseReadHistory`, default
     /// true; see [`crate::upstream::watch_cache::store`]).
     pub release_read_history: bool,
-    /// Whether the resident pages of a module's compiled code are released while no instance
-    /// runs it, and those of an idle module's fiber stack (`releaseIdleCode`, default true;
-    /// see [`crate::runtime::idle_code`] and [`crate::runtime::fiber_stacks`]).
-    pub release_idle_code: bool,
+    /// Whether an idle module's fiber stack and the dead pages of its shadow stack are
+    /// released (`releaseIdleStacks`, default true; see [`crate::runtime::fiber_stacks`] and
+    /// [`crate::runtime::shadow_stack`]).
+    pub release_idle_stacks: bool,
     /// Whether modules' func refs are profiled and ordered (`funcRefProfile`, default true;
     /// see [`crate::runtime::func_refs`]).
     pub func_ref_profile: bool,
@@ -207,9 +206,9 @@ struct RawManifest {
     /// Whether a shared watch keeps an event every live watch has taken for 5 s instead of
     /// 75 s; a later resume from before it goes to the API server (default `true`).
     release_read_history: Option<bool>,
-    /// Whether a module's compiled code, and an idle module's fiber and shadow stacks, leave
-    /// memory while no instance runs it (default `true`).
-    release_idle_code: Option<bool>,
+    /// Whether an idle module's fiber stack and the dead pages of its shadow stack are
+    /// released once it has not run for 2 s (default `true`).
+    release_idle_stacks: Option<bool>,
     /// Whether a module's first run profiles the func refs its instances call through, and
     /// later compiles put those functions together (default `true`).
     func_ref_profile: Option<bool>,
@@ -412,7 +411,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         metrics_addr,
         shared_watches: raw.shared_watches.unwrap_or(true),
         release_read_history: raw.release_read_history.unwrap_or(true),
-        release_idle_code: raw.release_idle_code.unwrap_or(true),
+        release_idle_stacks: raw.release_idle_stacks.unwrap_or(true),
         func_ref_profile: raw.func_ref_profile.unwrap_or(true),
         compile_in_child: raw.compile_in_child.unwrap_or(true),
         http2,
@@ -532,7 +531,7 @@ stopTimeout: 3s
 metricsAddr: "127.0.0.1:9090"
 sharedWatches: false
 releaseReadHistory: false
-releaseIdleCode: false
+releaseIdleStacks: false
 funcRefProfile: false
 compileInChild: false
 http2MaxStreams: 7
@@ -561,7 +560,7 @@ modules:
         );
         assert!(!manifest.shared_watches);
         assert!(!manifest.release_read_history);
-        assert!(!manifest.release_idle_code);
+        assert!(!manifest.release_idle_stacks);
         assert!(!manifest.func_ref_profile);
         assert!(!manifest.compile_in_child);
         assert_eq!(

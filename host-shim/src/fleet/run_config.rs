@@ -165,9 +165,9 @@ impl RunConfig {
             suspend_dir: args
                 .suspend_dir
                 .or_else(|| manifest.and_then(|m| m.suspend_dir.clone())),
-            release_idle_code: defaults
-                .release_idle_code
-                .filter(|_| manifest.is_none_or(|m| m.release_idle_code)),
+            release_idle_stacks: defaults
+                .release_idle_stacks
+                .filter(|_| manifest.is_none_or(|m| m.release_idle_stacks)),
             func_ref_profile: manifest.is_none_or(|m| m.func_ref_profile),
             compiler: if manifest.is_none_or(|m| m.compile_in_child) {
                 Compiler::this_binary()
@@ -249,7 +249,7 @@ suspendDir: /m/suspended
 stopTimeout: 5s
 metricsAddr: 127.0.0.1:9002
 sharedWatches: false
-releaseIdleCode: false
+releaseIdleStacks: false
 funcRefProfile: false
 compileInChild: false
 requestTimeout: 7s
@@ -320,7 +320,7 @@ modules:
             Some("127.0.0.1:9002".parse().expect("addr"))
         );
         assert!(config.settings.shared_watches.is_none());
-        assert_eq!(config.settings.release_idle_code, None);
+        assert_eq!(config.settings.release_idle_stacks, None);
         assert!(!config.settings.func_ref_profile);
         assert_eq!(config.settings.compiler, Compiler::InProcess);
         assert_eq!(config.settings.cache_dir, Some(PathBuf::from("/m/cache")));
@@ -365,10 +365,10 @@ modules:
         );
         assert_eq!(config.settings.suspend_dir, None);
         assert_eq!(
-            config.settings.release_idle_code, defaults.release_idle_code,
-            "idle code released unless told not to"
+            config.settings.release_idle_stacks, defaults.release_idle_stacks,
+            "idle stacks released unless told not to"
         );
-        assert!(defaults.release_idle_code.is_some());
+        assert!(defaults.release_idle_stacks.is_some());
         assert!(
             config.settings.func_ref_profile && defaults.func_ref_profile,
             "func refs profiled unless told not to"

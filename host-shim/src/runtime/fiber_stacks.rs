@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use tokio::task::futures::TaskLocalFuture;
 use wasmtime::{StackCreator, StackMemory};
 
-use crate::runtime::idle_code::page_size;
+use crate::runtime::page_size::page_size;
 
 /// The engine's allocator of fiber stacks: anonymous mappings with a guard page below,
 /// as wasmtime's own on-demand stacks, counted to the current task's [`StackOwner`]. Cheap

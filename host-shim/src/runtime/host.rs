@@ -17,7 +17,6 @@ use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
 use crate::runtime::func_refs;
-use crate::runtime::idle_code::{Code, PeriodicRelease};
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
 use crate::runtime::options::ModuleOptions;
@@ -68,24 +67,21 @@ pub struct Settings {
     /// does unless its manifest says `compileInChild: false`, in a child process (see
     /// [`crate::runtime::compiler`]).
     pub compiler: Compiler,
-    /// Release the resident pages of a module's compiled code (a mapping of its cache file)
-    /// once no instance of it has run for this long, and those of the host binary's code
-    /// once no module has; and both every such period while none of their instances is
-    /// inside an entry, however recently one ran (see [`crate::runtime::idle_code`]); and
-    /// with its code, an idle module's fiber stack (without a pool; see
-    /// [`crate::runtime::fiber_stacks`]). `None`: never. Default 2 s.
-    pub release_idle_code: Option<Duration>,
+    /// Release an idle module's fiber stack (without a pool; see
+    /// [`crate::runtime::fiber_stacks`]) and the dead pages of its shadow stack (see
+    /// [`crate::runtime::shadow_stack`]) once it has not been entered for this long: anonymous
+    /// memory, which the kernel cannot drop on its own. `None`: never. Default 2 s.
+    pub release_idle_stacks: Option<Duration>,
     /// Whether a module's first run with a cache is instrumented to profile the func refs it
     /// calls through, and later compiles order them by that profile (see
     /// [`crate::runtime::func_refs`]); `false`: modules are compiled as they are. Default true.
     pub func_ref_profile: bool,
 }
 
-/// How long no instance of a module must have run before its code is released, unless the
-/// host is told otherwise ([`Settings::release_idle_code`]): long enough that a module busy
-/// with a stream of events keeps its pages, short enough that an idle fleet sheds them
-/// before anyone looks.
-pub const DEFAULT_RELEASE_IDLE_CODE: Duration = Duration::from_secs(2);
+/// How long a module must not have been entered before its stacks are released, unless the
+/// host is told otherwise ([`Settings::release_idle_stacks`]): long enough that a module busy
+/// with a stream of events keeps them, short enough that an idle fleet sheds them soon.
+pub const DEFAULT_RELEASE_IDLE_STACKS: Duration = Duration::from_secs(2);
 
 impl Default for Settings {
     fn default() -> Self {
@@ -102,7 +98,7 @@ impl Default for Settings {
             shared_watches: None,
             suspend_dir: None,
             compiler: Compiler::InProcess,
-            release_idle_code: Some(DEFAULT_RELEASE_IDLE_CODE),
+            release_idle_stacks: Some(DEFAULT_RELEASE_IDLE_STACKS),
             func_ref_profile: true,
         }
     }
@@ -133,16 +129,8 @@ pub(crate) struct HostInner {
     /// Held while a module is compiled or read from the cache: one at a time (a compile
     /// already uses every core), so that N WasmControllers of one image compile it once.
     loading: Mutex<()>,
-    /// Releases the host binary's code and every loaded module's every
-    /// [`Settings::release_idle_code`] while none of their instances is inside an entry
-    /// (`None`: never released).
-    periodic_release: Option<PeriodicRelease>,
     /// This host's folder of snapshots, made on the first suspend.
     snapshots: LazySnapshotDir,
-    /// The host binary's code, released once no module has run for
-    /// [`Settings::release_idle_code`], and every such period while no module is inside an
-    /// entry (by `periodic_release`; `None`: never released).
-    host_code: Option<Arc<Code>>,
     /// The engine's fiber stacks (unused with a pool).
     stacks: ReleasableStacks,
     _ticker: EpochTicker,
@@ -203,15 +191,6 @@ impl Host {
                 .clone()
                 .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref())),
         );
-        let (periodic_release, host_code) = match settings.release_idle_code {
-            Some(after) => {
-                let periodic = PeriodicRelease::start(after)?;
-                let code = Arc::new(Code::of_host_binary());
-                periodic.add(&code);
-                (Some(periodic), Some(code))
-            }
-            None => (None, None),
-        };
         let metrics = Metrics::new();
         let watch_cache = settings
             .shared_watches
@@ -228,9 +207,7 @@ impl Host {
                 cache,
                 compiled: Mutex::new(HashMap::new()),
                 loading: Mutex::new(()),
-                periodic_release,
                 snapshots,
-                host_code,
                 stacks,
                 _ticker: ticker,
             }),
@@ -277,17 +254,8 @@ impl Host {
         self.inner.metrics.set_cache(entries, bytes);
     }
 
-    /// How many times the host binary's code was released while no module was running (see
-    /// [`Settings::release_idle_code`] and [`crate::runtime::idle_code`]).
-    pub fn host_code_releases(&self) -> u64 {
-        self.inner
-            .host_code
-            .as_ref()
-            .map_or(0, |code| code.releases())
-    }
-
     /// How many times an idle module's fiber stack was released (see
-    /// [`Settings::release_idle_code`] and [`crate::runtime::fiber_stacks`]; never with a
+    /// [`Settings::release_idle_stacks`] and [`crate::runtime::fiber_stacks`]; never with a
     /// pool).
     pub fn fiber_stack_releases(&self) -> u64 {
         self.inner.stacks.releases()
@@ -390,9 +358,6 @@ impl Host {
             prepared.suspendable,
             profile,
         );
-        if let Some(periodic) = &inner.periodic_release {
-            periodic.add(loaded.code());
-        }
         self.compiled().insert(digest, loaded.clone());
         Ok(loaded)
     }
@@ -422,8 +387,7 @@ impl Host {
             limits: settings.limits,
             entry_deadline: settings.entry_deadline,
             entry_tick_budget: settings.entry_tick_budget(),
-            release_idle_code: settings.release_idle_code,
-            host_code: inner.host_code.as_ref(),
+            release_idle_stacks: settings.release_idle_stacks,
         };
         module::run_module(&cx, module, stop).await
     }

@@ -11,7 +11,7 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use super::idle_code::page_size;
+use super::page_size::page_size;
 
 /// How often one thread releases its stack at most.
 pub const RELEASE_EVERY: Duration = Duration::from_secs(2);

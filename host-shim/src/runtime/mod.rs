@@ -4,7 +4,7 @@
 //! together, [`func_refs`]), a [`Host`]
 //! links the ABI imports ([`abi`]) and WASI, each [`module`] runs as one tokio task
 //! owning its wasmtime `Store` (whose data is a `HostState` with its op table), idle
-//! modules are [`suspend`]ed to disk and their compiled code released ([`idle_code`]) with
+//! modules are [`suspend`]ed to disk and release their fiber stacks ([`fiber_stacks`]) and
 //! the dead pages of their shadow stacks ([`shadow_stack`]), as are the host threads' unused
 //! stacks ([`idle_stack`]), and the [`supervisor`] runs them all, restarting each as its
 //! [`restart`] policy says, with [`backoff`](crate::backoff). Each module's [`quota`]s bound
@@ -20,7 +20,6 @@ pub mod fiber_stacks;
 pub mod func_refs;
 pub mod host;
 pub(crate) mod idle;
-pub mod idle_code;
 pub mod idle_stack;
 pub(crate) mod idle_state;
 pub(crate) mod memory_cap;
@@ -29,6 +28,7 @@ pub mod module;
 pub(crate) mod ops;
 pub mod options;
 pub mod output;
+pub(crate) mod page_size;
 pub mod quota;
 pub mod restart;
 pub mod shadow_stack;

@@ -20,7 +20,7 @@ use std::io;
 
 use wasmtime::{AsContextMut, Instance, Memory};
 
-use crate::runtime::idle_code::page_size;
+use crate::runtime::page_size::page_size;
 
 /// Where a module keeps its shadow stack: below the global named `__stack_pointer` (in the
 /// module's name section), a mutable `i32` whose initial value `top` every active data

@@ -24,12 +24,10 @@ use wasmtime::{Engine, InstancePre, Linker, Module};
 
 use super::outcome::ModuleError;
 use crate::runtime::abi::exports::check_imports;
-use crate::runtime::idle_code::Code;
 use crate::runtime::state::HostState;
 
 /// One distinct compiled module of the host, shared by every module loaded from the same
-/// wasm: what it needs to map the module again, its code's use (see
-/// [`crate::runtime::idle_code`]), and the module while an instance holds it.
+/// wasm: what it needs to map the module again, and the module while an instance holds it.
 pub(crate) struct Compiled {
     engine: Engine,
     linker: Arc<Linker<HostState>>,
@@ -37,7 +35,6 @@ pub(crate) struct Compiled {
     file: Option<File>,
     /// Why it can never be instantiated (its imports), found when it was loaded.
     broken: Option<ModuleError>,
-    code: Arc<Code>,
     slot: Mutex<Slot>,
     /// Times the module was mapped again after being dropped.
     loads: AtomicU64,
@@ -52,37 +49,16 @@ struct Slot {
 /// The module, pre-instantiated, while it is in memory.
 struct Mapped {
     pre: InstancePre<HostState>,
-    code: Arc<Code>,
-    /// Its mapping in `code` (see [`Code::map`]).
-    generation: u64,
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // Before `pre`, and the module in it, are dropped: the code is no longer released
-        // once its mapping may be gone.
-        self.code.unmap(self.generation);
-    }
 }
 
 impl Mapped {
-    /// `module` with its imports resolved against `linker`, its image recorded in `code`.
-    fn new(
-        module: &Module,
-        linker: &Linker<HostState>,
-        code: &Arc<Code>,
-    ) -> Result<Self, ModuleError> {
+    /// `module` with its imports resolved against `linker`.
+    fn new(module: &Module, linker: &Linker<HostState>) -> Result<Self, ModuleError> {
         check_imports(module)?;
         let pre = linker
             .instantiate_pre(module)
             .map_err(|e| ModuleError::Instantiate(format!("{e:?}")))?;
-        // SAFETY: `pre` holds the module until `Mapped::drop` unmaps this generation.
-        let generation = unsafe { code.map(module) };
-        Ok(Self {
-            pre,
-            code: code.clone(),
-            generation,
-        })
+        Ok(Self { pre })
     }
 }
 
@@ -120,8 +96,7 @@ impl Compiled {
         module: &Module,
         file: Option<File>,
     ) -> Arc<Self> {
-        let code = Arc::new(Code::of_module(file.is_some()));
-        let (mapped, broken) = match Mapped::new(module, linker, &code) {
+        let (mapped, broken) = match Mapped::new(module, linker) {
             Ok(mapped) => (Some(Arc::new(mapped)), None),
             Err(err) => (None, Some(err)),
         };
@@ -130,7 +105,6 @@ impl Compiled {
             linker: linker.clone(),
             file,
             broken,
-            code,
             slot: Mutex::new(Slot { mapped, holders: 0 }),
             loads: AtomicU64::new(0),
         })
@@ -214,7 +188,7 @@ impl Compiled {
         // `crate::runtime::cache`).
         let module = unsafe { Module::deserialize_open_file(&self.engine, file) }
             .map_err(|e| mapping_failed(format!("{e:?}")))?;
-        let mapped = Mapped::new(&module, &self.linker, &self.code)?;
+        let mapped = Mapped::new(&module, &self.linker)?;
         self.loads.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(
             "compiled module mapped again from its cache file in {:?}",
@@ -236,11 +210,6 @@ impl Compiled {
         drop(dropped);
     }
 
-    /// Its code's use, shared by every instance.
-    pub(crate) fn code(&self) -> &Arc<Code> {
-        &self.code
-    }
-
     /// How many times the module was mapped again after no instance held it.
     pub(crate) fn loads(&self) -> u64 {
         self.loads.load(Ordering::Relaxed)
@@ -257,7 +226,6 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::runtime::idle_code::Release;
 
     const WAT: &str =
         r#"(module (memory (export "memory") 1) (func (export "f") (result i32) i32.const 7))"#;
@@ -283,11 +251,6 @@ mod tests {
         Compiled::new(engine, &Arc::new(Linker::new(engine)), &module, None)
     }
 
-    fn released(code: &Arc<Code>) -> Release {
-        drop(code.enter());
-        code.release_if_idle(Duration::ZERO, Instant::now())
-    }
-
     #[test]
     fn a_module_from_a_file_is_dropped_with_its_last_holder_and_mapped_again() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -298,10 +261,8 @@ mod tests {
         let second = compiled.hold().expect("holds");
         drop(first);
         assert!(compiled.is_mapped(), "one instance still holds it");
-        assert!(matches!(released(compiled.code()), Release::Done { .. }));
         drop(second);
         assert!(!compiled.is_mapped(), "dropped with its last holder");
-        assert_eq!(released(compiled.code()), Release::Unmapped);
         assert_eq!(compiled.loads(), 0);
 
         let again = compiled.hold().expect("mapped again");
@@ -314,10 +275,6 @@ mod tests {
             .map(|e| e.name().to_owned())
             .collect();
         assert_eq!(exports, ["memory", "f"]);
-        assert!(
-            matches!(released(compiled.code()), Release::Done { .. }),
-            "the new mapping's code is released"
-        );
         drop(again);
         assert!(!compiled.is_mapped());
     }
@@ -329,7 +286,6 @@ mod tests {
         assert!(compiled.is_mapped(), "nothing to map it again from");
         drop(compiled.hold().expect("holds"));
         assert_eq!(compiled.loads(), 0);
-        assert_eq!(released(compiled.code()), Release::NotFileBacked);
     }
 
     #[test]

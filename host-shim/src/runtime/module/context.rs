@@ -2,13 +2,11 @@
 //! as each identity, the metrics, the shared watches, the snapshot folder, and the settings a
 //! module reads.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::Engine;
 
 use crate::metrics::Metrics;
-use crate::runtime::idle_code::Code;
 use crate::runtime::output::OutputTarget;
 use crate::runtime::suspend::LazySnapshotDir;
 use crate::upstream::identity::Identities;
@@ -40,9 +38,7 @@ pub(crate) struct ModuleContext<'a> {
     pub(crate) entry_deadline: Duration,
     /// The same in epoch ticks.
     pub(crate) entry_tick_budget: u64,
-    /// How long the module's code may go unrun before its pages are released; `None`: never.
-    pub(crate) release_idle_code: Option<Duration>,
-    /// The host binary's code, released with the modules' (`None` when code is never
-    /// released).
-    pub(crate) host_code: Option<&'a Arc<Code>>,
+    /// How long the module may go unentered before its idle stacks are released; `None`:
+    /// never.
+    pub(crate) release_idle_stacks: Option<Duration>,
 }

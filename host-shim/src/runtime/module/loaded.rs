@@ -9,7 +9,6 @@ use wasmtime::{Engine, Linker};
 
 use super::compiled::Compiled;
 use crate::runtime::func_refs::FuncRefProfile;
-use crate::runtime::idle_code::Code;
 use crate::runtime::options::ModuleOptions;
 use crate::runtime::state::HostState;
 use crate::runtime::suspend::Suspendable;
@@ -45,8 +44,7 @@ impl fmt::Debug for LoadedModule {
 impl LoadedModule {
     /// `module` under `name`, its imports resolved against `linker` (or why they could not
     /// be), with default options; `file`: the cache file it maps, which lets it be dropped
-    /// while no instance holds it and its code be released while idle (see
-    /// [`crate::runtime::cache::Deserialised`]); `profile`: the profile its instances report
+    /// while no instance holds it (see [`crate::runtime::cache::Deserialised`]); `profile`: the profile its instances report
     /// into, if `module` is an instrumented form (see [`crate::runtime::func_refs`]).
     pub(crate) fn new(
         name: &str,
@@ -113,17 +111,6 @@ impl LoadedModule {
     /// Its compiled module, shared with every module of the same wasm.
     pub(super) fn compiled(&self) -> &Arc<Compiled> {
         &self.0.compiled
-    }
-
-    /// Its compiled code, shared with every module of the same wasm.
-    pub(crate) fn code(&self) -> &Arc<Code> {
-        self.0.compiled.code()
-    }
-
-    /// How many times its compiled code (shared with every module of the same wasm) was
-    /// released while no instance ran it (see [`crate::runtime::idle_code`]).
-    pub fn code_releases(&self) -> u64 {
-        self.0.compiled.code().releases()
     }
 
     /// How many times its compiled module (shared with every module of the same wasm) was

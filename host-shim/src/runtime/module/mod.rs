@@ -24,13 +24,13 @@
 //! Whatever way the module ends, all its live ops are aborted: their requests and watches are
 //! dropped, which closes them upstream.
 //!
-//! # Idle code
+//! # Idle stacks
 //!
-//! Each entry (`_start`, and a resume with the delivery it is for) counts the module as
-//! running its compiled code, which all modules of the same wasm share. A module that has
-//! not been entered for the host's code release time (resident or suspended) asks, once,
-//! for that code's pages to be released; they are when no module of the same wasm has run
-//! for that long (see [`crate::runtime::idle_code`]).
+//! A module that has not been entered (`_start`, or a resume with the delivery it is for)
+//! for the host's [`Settings::release_idle_stacks`](crate::Settings::release_idle_stacks)
+//! releases, once, its fiber stack (see [`crate::runtime::fiber_stacks`]) and, if resident,
+//! the dead pages of its shadow stack (see [`crate::runtime::shadow_stack`]): anonymous
+//! memory the kernel cannot drop on its own.
 //!
 //! # Unmapped modules
 //!
@@ -95,7 +95,7 @@ use crate::upstream::watch_cache::ModuleWatches;
 use compiled::Compiled;
 use entry::new_store;
 use resident::Running;
-use shell::{CodeRelease, Idle, Shell, Wake};
+use shell::{Idle, Shell, StackRelease, Wake};
 use suspended::{Suspend, Suspended, suspend};
 
 pub(crate) use context::ModuleContext;
@@ -236,10 +236,7 @@ async fn run_inner(
         idle,
         last_entry: Instant::now(),
         last_unforeseen: Instant::now(),
-        release: cx.release_idle_code.map(|after| CodeRelease {
-            codes: std::iter::once(module.code().clone())
-                .chain(cx.host_code.cloned())
-                .collect(),
+        release: cx.release_idle_stacks.map(|after| StackRelease {
             after,
             armed: false,
             last_exit: Instant::now(),
@@ -284,13 +281,13 @@ async fn live(
     shell: &mut Shell,
     mut running: Box<Running>,
 ) -> ModuleOutcome {
-    let entered = shell.enter();
-    if let Err(outcome) = Box::pin(running.start(shell)).await {
-        shell.exit(entered);
+    shell.enter();
+    let started = Box::pin(running.start(shell)).await;
+    shell.exit();
+    if let Err(outcome) = started {
         running.finish(shell);
         return outcome;
     }
-    shell.exit(entered);
     let mut state = State::Resident(running);
     let outcome = loop {
         if let Some(outcome) = shell.ended_by_phase(state.host_state().asked_for_stop) {
@@ -319,9 +316,7 @@ async fn live(
                     tracing::trace!(op = delivery.op, "dropping a completion of a cancelled op");
                     continue;
                 };
-                // Running from the resume to the end of the delivery: its code is not
-                // released meanwhile.
-                let entered = shell.enter();
+                shell.enter();
                 let mut running = match state {
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
@@ -334,7 +329,7 @@ async fn live(
                     }
                 };
                 let delivered = Box::pin(running.deliver(delivery, kind, shell)).await;
-                shell.exit(entered);
+                shell.exit();
                 state = State::Resident(running);
                 if let Err(outcome) = delivered {
                     break outcome;
@@ -349,9 +344,9 @@ async fn live(
                     },
                     State::Suspended(suspended) => {
                         // Ahead of its timer: resumed now, the timer delivered when due.
-                        let entered = shell.enter();
+                        shell.enter();
                         let resumed = Box::pin(suspended.resume(cx, compiled, shell, true)).await;
-                        shell.exit(entered);
+                        shell.exit();
                         match resumed {
                             Ok(running) => {
                                 cx.metrics.count_resume_ahead();
@@ -362,7 +357,7 @@ async fn live(
                     }
                 }
             }
-            Wake::ReleaseCode => {
+            Wake::ReleaseStacks => {
                 if let State::Resident(running) = &mut state {
                     // SAFETY: the loop is between entries: every entry above ran to its end.
                     unsafe { running.release_shadow_stack(shell) }

@@ -10,7 +10,6 @@ use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleError, ModuleOutcome};
 use crate::runtime::fiber_stacks::StackOwner;
-use crate::runtime::idle_code::{Code, Entered, Release};
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
 use crate::runtime::shadow_stack::ShadowStack;
 use crate::runtime::stop::Phase;
@@ -23,15 +22,10 @@ pub(super) struct Idle {
     pub(super) ahead: ResumeAhead,
 }
 
-/// When a module's compiled code, and the host's own, are released (see
-/// [`crate::runtime::idle_code`]), and with them the module's fiber stack (see
-/// [`crate::runtime::fiber_stacks`]) and the dead pages of its shadow stack (see
-/// [`crate::runtime::shadow_stack`]).
-pub(super) struct CodeRelease {
-    /// The module's code, then the host binary's: each counts this module's entries. Code
-    /// that can never be released is dropped from the list.
-    pub(super) codes: Vec<Arc<Code>>,
-    /// How long no instance may have run it first.
+/// When an idle module's fiber stack (see [`crate::runtime::fiber_stacks`]) and the dead
+/// pages of its shadow stack (see [`crate::runtime::shadow_stack`]) are released.
+pub(super) struct StackRelease {
+    /// How long the module must not have been entered first.
     pub(super) after: Duration,
     /// Whether this module entered the guest since it last asked for a release.
     pub(super) armed: bool,
@@ -56,8 +50,8 @@ pub(super) struct Shell {
     /// When the guest was last entered for something it could not foresee (see
     /// [`OpKind::is_unforeseen`](crate::runtime::ops::OpKind::is_unforeseen)), or started.
     pub(super) last_unforeseen: Instant,
-    /// `None`: its code and stack are never released.
-    pub(super) release: Option<CodeRelease>,
+    /// `None`: its stacks are never released.
+    pub(super) release: Option<StackRelease>,
     /// The fiber stacks of its stores.
     pub(super) stacks: StackOwner,
 }
@@ -71,9 +65,8 @@ pub(super) enum Wake {
     /// The state's planned change is due: a resident module has been idle for its
     /// threshold (suspend it), or a suspended one's earliest timer is near (resume it).
     Due,
-    /// The module has not run for the code release time: release its stack, and its code
-    /// if no other instance ran it meanwhile.
-    ReleaseCode,
+    /// The module has not been entered for the release time: release its stacks.
+    ReleaseStacks,
 }
 
 impl Shell {
@@ -144,35 +137,29 @@ impl Shell {
         Some(idle.ahead.resume_at(due, idle.threshold.timer_gap()))
     }
 
-    /// Counts this instance as running its code and the host's until the guards are dropped
-    /// (around each guest entry), and arms the next release.
-    pub(super) fn enter(&mut self) -> Vec<Entered> {
-        let Some(release) = self.release.as_mut() else {
-            return Vec::new();
-        };
-        release.armed = true;
-        release.codes.iter().map(Code::enter).collect()
+    /// Arms the next release (before each guest entry).
+    pub(super) fn enter(&mut self) {
+        if let Some(release) = self.release.as_mut() {
+            release.armed = true;
+        }
     }
 
-    /// Ends what [`enter`](Self::enter) began: the instance no longer runs the code.
-    pub(super) fn exit(&mut self, entered: Vec<Entered>) {
-        drop(entered);
+    /// Ends what [`enter`](Self::enter) began: the release time counts from now.
+    pub(super) fn exit(&mut self) {
         if let Some(release) = &mut self.release {
             release.last_exit = Instant::now();
         }
     }
 
-    /// When the module's code is released if nothing wakes the module first: the release
+    /// When the module's stacks are released if nothing wakes the module first: the release
     /// time after its last entry ended, once per entry.
     pub(super) fn release_at(&self) -> Option<Instant> {
         let release = self.release.as_ref().filter(|r| r.armed)?;
         release.last_exit.checked_add(release.after)
     }
 
-    /// Releases the module's fiber stack, and its code if no instance of it has run for the
-    /// release time, and the host's if no module has, and disarms the release until the
-    /// module is entered again (the instance that runs the code last is the one whose release
-    /// finds it idle).
+    /// Releases the module's fiber stack and disarms the release until the module is
+    /// entered again.
     ///
     /// # Safety
     /// The module's store must not be inside an entry (see [`StackOwner::release`]): call it
@@ -182,35 +169,16 @@ impl Shell {
             return;
         };
         release.armed = false;
-        let now = std::time::Instant::now();
-        let name = &self.name;
-        release.codes.retain(|code| {
-            let outcome = code.release_if_idle(release.after, now);
-            match outcome {
-                Release::Done { bytes } => {
-                    tracing::debug!("module `{name}`: released {bytes} bytes of idle code");
-                    true
-                }
-                Release::NotClean | Release::Failed(_) => {
-                    tracing::warn!(
-                        "module `{name}`: idle code cannot be released ({outcome:?}); it stays resident"
-                    );
-                    false
-                }
-                Release::NotFileBacked => false,
-                Release::Running
-                | Release::Recent
-                | Release::AlreadyReleased
-                | Release::Unmapped => true,
-            }
-        });
         // SAFETY: by this function's contract, no fiber runs on the stacks.
         let bytes = unsafe { self.stacks.release() };
-        tracing::trace!("module `{name}`: released {bytes} bytes of idle fiber stack");
+        tracing::trace!(
+            "module `{}`: released {bytes} bytes of idle fiber stack",
+            self.name
+        );
     }
 
     /// Waits for a change of the stop phase, then a completion, then (at `due_at`, if any)
-    /// the state's planned change, then (at `release_at`, if any) the code release time, in
+    /// the state's planned change, then (at `release_at`, if any) the stack release time, in
     /// that order of priority.
     pub(super) async fn wait(
         &mut self,
@@ -239,7 +207,7 @@ impl Shell {
                 if due_at.is_some_and(|due| due <= Instant::now()) {
                     Wake::Due
                 } else {
-                    Wake::ReleaseCode
+                    Wake::ReleaseStacks
                 }
             }
         }
