@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::cgroup::Cgroup;
 use crate::fleet::{Setup, Variant};
 use crate::stats;
-use crate::workloads::{Bench, Params, RingRun};
+use crate::workloads::{Bench, CgroupFigures, Params, RingRun};
 
 /// The bisection stops when the limit that holds is within this factor of the one that does
 /// not (5 %).
@@ -84,7 +84,9 @@ pub struct IdleCpu {
     pub variant: Variant,
     /// Controllers.
     pub n: usize,
-    /// CPU seconds the fleet's processes used per hour while idle.
+    /// CPU seconds the fleet's processes used per hour while idle: the median of its windows
+    /// (the first holds the fleet going idle — a suspended fleet's suspends — which the
+    /// median leaves out), or over the whole time in reports written before the windows.
     pub cpu_s_per_hour: f64,
     /// Over how long it was measured, in s.
     pub window_s: f64,
@@ -302,21 +304,30 @@ impl Bench {
         };
         let (run, _) = self.ring_in_group(setup, variant, n, tag, &p, None).await?;
         let figures = run.cgroup.context("the launch ran in a group")?;
-        let secs = figures.settle_ms as f64 / 1000.0;
-        let per_hour = |ns: u64, secs: f64| ns as f64 / 1e9 / secs * 3600.0;
-        let windows = figures.settle_cpu_windows_ns.len().max(1) as f64;
+        let (cpu_s_per_hour, windows_s_per_hour) = idle_rates(&figures);
         Ok(IdleCpu {
             variant,
             n,
-            cpu_s_per_hour: per_hour(figures.settle_cpu_ns, secs),
-            window_s: secs,
-            windows_s_per_hour: figures
-                .settle_cpu_windows_ns
-                .iter()
-                .map(|&ns| per_hour(ns, secs / windows))
-                .collect(),
+            cpu_s_per_hour,
+            window_s: figures.settle_ms as f64 / 1000.0,
+            windows_s_per_hour,
         })
     }
+}
+
+/// The idle CPU of a launch's settle time, in CPU s per hour: the median of its windows (or
+/// the whole time without windows), and each window's.
+fn idle_rates(figures: &CgroupFigures) -> (f64, Vec<f64>) {
+    let secs = figures.settle_ms as f64 / 1000.0;
+    let per_hour = |ns: u64, secs: f64| ns as f64 / 1e9 / secs * 3600.0;
+    let windows = figures.settle_cpu_windows_ns.len().max(1) as f64;
+    let rates: Vec<f64> = figures
+        .settle_cpu_windows_ns
+        .iter()
+        .map(|&ns| per_hour(ns, secs / windows))
+        .collect();
+    let median = stats::median(&rates).unwrap_or_else(|| per_hour(figures.settle_cpu_ns, secs));
+    (median, rates)
 }
 
 /// A memory lever judged again under the budget (issue #44): on in the host by default,
@@ -578,6 +589,39 @@ mod tests {
                 cpu: &off.1,
             },
         )
+    }
+
+    #[test]
+    fn the_idle_cpu_is_the_median_window_which_leaves_out_going_idle() {
+        let figures = CgroupFigures {
+            limit: None,
+            idle: crate::cgroup::Charged::default(),
+            peak: 0,
+            oom_kills: 0,
+            // 60 s in six windows: the suspends of the first, then 10 ms each.
+            settle_cpu_windows_ns: vec![
+                500_000_000,
+                10_000_000,
+                10_000_000,
+                12_000_000,
+                10_000_000,
+                8_000_000,
+            ],
+            settle_cpu_ns: 550_000_000,
+            settle_ms: 60_000,
+        };
+        let (rate, windows) = idle_rates(&figures);
+        assert!(
+            (rate - 3.6).abs() < 1e-9,
+            "10 ms in 10 s: 3.6 s per hour, got {rate}"
+        );
+        assert_eq!(windows.len(), 6);
+        assert!((windows[0] - 180.0).abs() < 1e-9);
+        let whole = CgroupFigures {
+            settle_cpu_windows_ns: Vec::new(),
+            ..figures
+        };
+        assert!((idle_rates(&whole).0 - 33.0).abs() < 1e-9);
     }
 
     #[test]

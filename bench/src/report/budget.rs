@@ -161,12 +161,26 @@ pub fn section(m: &Measured) -> String {
     s.push_str(&super::scale::section(m));
     if !m.idle_cpu.is_empty() {
         s.push_str(
-            "\n### Idle CPU\n\n| variant | N | CPU s per hour | measured over s |\n|---|---|---|---|\n",
+            "\n### Idle CPU\n\nThe fleet's CPU per hour in equal windows of the idle time, after \
+             the last event; the median window, which leaves out the fleet going idle.\n\n\
+             | variant | N | CPU s per hour | windows, min–max | measured over s |\n\
+             |---|---|---|---|---|\n",
         );
         for c in &m.idle_cpu {
+            let lo = c
+                .windows_s_per_hour
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let hi = c.windows_s_per_hour.iter().copied().fold(0.0, f64::max);
+            let range = if c.windows_s_per_hour.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("{} × {lo:.1}–{hi:.1}", c.windows_s_per_hour.len())
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.1} | {:.0} |",
+                "| {} | {} | {:.1} | {range} | {:.0} |",
                 c.variant.label(),
                 c.n,
                 c.cpu_s_per_hour,
