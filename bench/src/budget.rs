@@ -85,8 +85,8 @@ pub struct IdleCpu {
     /// Controllers.
     pub n: usize,
     /// CPU seconds the fleet's processes used per hour while idle: the median of its windows
-    /// (the first holds the fleet going idle — a suspended fleet's suspends — which the
-    /// median leaves out), or over the whole time in reports written before the windows.
+    /// after the first (which holds the fleet going idle: a suspended fleet's suspends), or
+    /// over the whole time in reports written before the windows.
     pub cpu_s_per_hour: f64,
     /// Over how long it was measured, in s.
     pub window_s: f64,
@@ -315,8 +315,14 @@ impl Bench {
     }
 }
 
-/// The idle CPU of a launch's settle time, in CPU s per hour: the median of its windows (or
-/// the whole time without windows), and each window's.
+/// The windows of an idle time after the first, which holds the fleet going idle (a
+/// suspended fleet's suspends).
+fn settled(windows: &[f64]) -> &[f64] {
+    windows.get(1..).unwrap_or_default()
+}
+
+/// The idle CPU of a launch's settle time, in CPU s per hour: the median of its settled
+/// windows (or the whole time without windows), and every window's.
 fn idle_rates(figures: &CgroupFigures) -> (f64, Vec<f64>) {
     let secs = figures.settle_ms as f64 / 1000.0;
     let per_hour = |ns: u64, secs: f64| ns as f64 / 1e9 / secs * 3600.0;
@@ -326,7 +332,8 @@ fn idle_rates(figures: &CgroupFigures) -> (f64, Vec<f64>) {
         .iter()
         .map(|&ns| per_hour(ns, secs / windows))
         .collect();
-    let median = stats::median(&rates).unwrap_or_else(|| per_hour(figures.settle_cpu_ns, secs));
+    let median =
+        stats::median(settled(&rates)).unwrap_or_else(|| per_hour(figures.settle_cpu_ns, secs));
     (median, rates)
 }
 
@@ -439,8 +446,12 @@ pub enum LeverVerdict {
     /// budget with it failed without it (or no limit held without it).
     PaysInBudget,
     /// Without it the idle fleet uses more CPU: the median window at least [`LEVER_PAYS`]
-    /// higher, and every window above every window with it.
+    /// higher, and every window above every window with it (the first, the fleet going
+    /// idle, left out of both).
     PaysInCpu,
+    /// Without it the fleet needed more memory, but by less than one bisection step could
+    /// tell from 2 %, and the idle CPU does not pay: a closer look decides.
+    WithinResolution,
     /// Neither: remove it.
     DoesNotPay,
     /// The budget does not move and the idle CPU has too few windows to tell.
@@ -455,6 +466,9 @@ impl LeverVerdict {
         match self {
             LeverVerdict::PaysInBudget => "pays (budget): stays",
             LeverVerdict::PaysInCpu => "pays (idle CPU): stays",
+            LeverVerdict::WithinResolution => {
+                "budget higher without it, within one bisection step; idle CPU does not pay"
+            }
             LeverVerdict::DoesNotPay => "does not pay: remove",
             LeverVerdict::Undetermined => "budget unmoved; idle CPU not resolved (too few windows)",
             LeverVerdict::NoBaseline => "no budget with every lever on",
@@ -479,7 +493,10 @@ pub fn lever_pays(on: LeverState<'_>, off: LeverState<'_>) -> LeverVerdict {
     if needs_more {
         return LeverVerdict::PaysInBudget;
     }
-    let (on_w, off_w) = (&on.cpu.windows_s_per_hour, &off.cpu.windows_s_per_hour);
+    let (on_w, off_w) = (
+        settled(&on.cpu.windows_s_per_hour),
+        settled(&off.cpu.windows_s_per_hour),
+    );
     if on_w.len() < MIN_CPU_WINDOWS || off_w.len() < MIN_CPU_WINDOWS {
         return LeverVerdict::Undetermined;
     }
@@ -490,6 +507,12 @@ pub fn lever_pays(on: LeverState<'_>, off: LeverState<'_>) -> LeverVerdict {
     let off_min = off_w.iter().copied().fold(f64::MAX, f64::min);
     if off_median >= on_median * (1.0 + LEVER_PAYS) && off_min > on_max {
         LeverVerdict::PaysInCpu
+    } else if off
+        .budget
+        .budget_bytes
+        .is_some_and(|off_bytes| off_bytes > on_bytes)
+    {
+        LeverVerdict::WithinResolution
     } else {
         LeverVerdict::DoesNotPay
     }
@@ -633,13 +656,21 @@ mod tests {
         let one_step = state(Some(102), &[101], &calm);
         assert_eq!(
             judge(&on, &one_step),
-            LeverVerdict::DoesNotPay,
+            LeverVerdict::WithinResolution,
             "101 MiB failed: within 2 % of the 100 that held"
         );
+        let same = state(Some(100), &[99], &calm);
+        assert_eq!(judge(&on, &same), LeverVerdict::DoesNotPay);
         let none_held = state(None, &[200, 400], &calm);
         assert_eq!(judge(&on, &none_held), LeverVerdict::PaysInBudget);
         let busier = state(Some(100), &[95], &[2.6, 2.5, 2.7, 2.4, 2.6, 2.5]);
         assert_eq!(judge(&on, &busier), LeverVerdict::PaysInCpu);
+        let going_idle = state(Some(100), &[95], &[9.0, 2.1, 1.9, 2.0, 2.2, 2.0]);
+        assert_eq!(
+            judge(&going_idle, &busier),
+            LeverVerdict::PaysInCpu,
+            "the first window (the fleet going idle) is left out"
+        );
         let overlapping = state(Some(100), &[95], &[2.6, 2.5, 2.7, 2.1, 2.6, 2.5]);
         assert_eq!(
             judge(&on, &overlapping),
