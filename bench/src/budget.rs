@@ -84,9 +84,9 @@ pub struct IdleCpu {
     pub variant: Variant,
     /// Controllers.
     pub n: usize,
-    /// CPU seconds the fleet's processes used per hour while idle: the median of its windows
-    /// after the first (which holds the fleet going idle: a suspended fleet's suspends), or
-    /// over the whole time in reports written before the windows.
+    /// CPU seconds the fleet's processes used per hour over the whole measured time, the
+    /// fleet going idle included (see [`IdleCpu::settled_rate`]). Reports written on
+    /// 2026-11-29 before the mean hold the median window here; the windows stand.
     pub cpu_s_per_hour: f64,
     /// Over how long it was measured, in s.
     pub window_s: f64,
@@ -321,8 +321,29 @@ fn settled(windows: &[f64]) -> &[f64] {
     windows.get(1..).unwrap_or_default()
 }
 
-/// The idle CPU of a launch's settle time, in CPU s per hour: the median of its settled
-/// windows (or the whole time without windows), and every window's.
+/// The mean and the variance of the mean of `values` (`None` for fewer than two).
+fn mean_and_variance_of_mean(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some((mean, variance / n as f64))
+}
+
+impl IdleCpu {
+    /// CPU seconds per hour once the fleet is idle: the mean of the windows after the first
+    /// (periodic work — watch bookmarks, renewals — comes in bursts, so the mean, not the
+    /// median); the whole time's without windows.
+    pub fn settled_rate(&self) -> f64 {
+        mean_and_variance_of_mean(settled(&self.windows_s_per_hour))
+            .map_or(self.cpu_s_per_hour, |(mean, _)| mean)
+    }
+}
+
+/// The idle CPU of a launch's settle time, in CPU s per hour: over the whole time, and in
+/// each window.
 fn idle_rates(figures: &CgroupFigures) -> (f64, Vec<f64>) {
     let secs = figures.settle_ms as f64 / 1000.0;
     let per_hour = |ns: u64, secs: f64| ns as f64 / 1e9 / secs * 3600.0;
@@ -332,9 +353,7 @@ fn idle_rates(figures: &CgroupFigures) -> (f64, Vec<f64>) {
         .iter()
         .map(|&ns| per_hour(ns, secs / windows))
         .collect();
-    let median =
-        stats::median(settled(&rates)).unwrap_or_else(|| per_hour(figures.settle_cpu_ns, secs));
-    (median, rates)
+    (per_hour(figures.settle_cpu_ns, secs), rates)
 }
 
 /// A memory lever judged again under the budget (issue #44): on in the host by default,
@@ -445,9 +464,9 @@ pub enum LeverVerdict {
     /// Without it the fleet needs more memory: a limit at least [`LEVER_PAYS`] above the
     /// budget with it failed without it (or no limit held without it).
     PaysInBudget,
-    /// Without it the idle fleet uses more CPU: the median window at least [`LEVER_PAYS`]
-    /// higher, and every window above every window with it (the first, the fleet going
-    /// idle, left out of both).
+    /// Without it the idle fleet uses more CPU: the mean of its windows (the first, the fleet
+    /// going idle, left out) at least [`LEVER_PAYS`] higher, and by more than twice the
+    /// standard error of that difference.
     PaysInCpu,
     /// Without it the fleet needed more memory, but by less than one bisection step could
     /// tell from 2 %, and the idle CPU does not pay: a closer look decides.
@@ -500,12 +519,14 @@ pub fn lever_pays(on: LeverState<'_>, off: LeverState<'_>) -> LeverVerdict {
     if on_w.len() < MIN_CPU_WINDOWS || off_w.len() < MIN_CPU_WINDOWS {
         return LeverVerdict::Undetermined;
     }
-    let (Some(on_median), Some(off_median)) = (stats::median(on_w), stats::median(off_w)) else {
+    let (Some((on_mean, on_var)), Some((off_mean, off_var))) = (
+        mean_and_variance_of_mean(on_w),
+        mean_and_variance_of_mean(off_w),
+    ) else {
         return LeverVerdict::Undetermined;
     };
-    let on_max = on_w.iter().copied().fold(f64::MIN, f64::max);
-    let off_min = off_w.iter().copied().fold(f64::MAX, f64::min);
-    if off_median >= on_median * (1.0 + LEVER_PAYS) && off_min > on_max {
+    let more = off_mean - on_mean;
+    if more >= on_mean * LEVER_PAYS && more > 2.0 * (on_var + off_var).sqrt() {
         LeverVerdict::PaysInCpu
     } else if off
         .budget
@@ -615,36 +636,39 @@ mod tests {
     }
 
     #[test]
-    fn the_idle_cpu_is_the_median_window_which_leaves_out_going_idle() {
+    fn the_settled_idle_cpu_is_the_mean_after_the_first_window() {
         let figures = CgroupFigures {
             limit: None,
             idle: crate::cgroup::Charged::default(),
             peak: 0,
             oom_kills: 0,
-            // 60 s in six windows: the suspends of the first, then 10 ms each.
-            settle_cpu_windows_ns: vec![
-                500_000_000,
-                10_000_000,
-                10_000_000,
-                12_000_000,
-                10_000_000,
-                8_000_000,
-            ],
+            // 60 s in six windows: the suspends of the first, then periodic bursts.
+            settle_cpu_windows_ns: vec![500_000_000, 0, 20_000_000, 0, 30_000_000, 0],
             settle_cpu_ns: 550_000_000,
             settle_ms: 60_000,
         };
-        let (rate, windows) = idle_rates(&figures);
-        assert!(
-            (rate - 3.6).abs() < 1e-9,
-            "10 ms in 10 s: 3.6 s per hour, got {rate}"
-        );
+        let (whole, windows) = idle_rates(&figures);
+        assert!((whole - 33.0).abs() < 1e-9, "550 ms in 60 s: {whole}");
         assert_eq!(windows.len(), 6);
         assert!((windows[0] - 180.0).abs() < 1e-9);
-        let whole = CgroupFigures {
-            settle_cpu_windows_ns: Vec::new(),
-            ..figures
+        let cpu = IdleCpu {
+            variant: Variant::Native,
+            n: 100,
+            cpu_s_per_hour: whole,
+            window_s: 60.0,
+            windows_s_per_hour: windows,
         };
-        assert!((idle_rates(&whole).0 - 33.0).abs() < 1e-9);
+        // 50 ms in the last 50 s: 3.6 s per hour, though most windows are idle.
+        assert!(
+            (cpu.settled_rate() - 3.6).abs() < 1e-9,
+            "{}",
+            cpu.settled_rate()
+        );
+        let without = IdleCpu {
+            windows_s_per_hour: Vec::new(),
+            ..cpu
+        };
+        assert!((without.settled_rate() - 33.0).abs() < 1e-9);
     }
 
     #[test]
@@ -671,11 +695,11 @@ mod tests {
             LeverVerdict::PaysInCpu,
             "the first window (the fleet going idle) is left out"
         );
-        let overlapping = state(Some(100), &[95], &[2.6, 2.5, 2.7, 2.1, 2.6, 2.5]);
+        let noisy = state(Some(100), &[95], &[2.6, 0.0, 5.6, 0.0, 6.2, 0.0]);
         assert_eq!(
-            judge(&on, &overlapping),
+            judge(&on, &noisy),
             LeverVerdict::DoesNotPay,
-            "one window within the on state's range"
+            "a higher mean within twice its standard error"
         );
         let one_window = state(Some(100), &[95], &[9.0]);
         assert_eq!(judge(&on, &one_window), LeverVerdict::Undetermined);

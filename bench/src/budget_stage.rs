@@ -100,7 +100,7 @@ impl Bench {
                 eprintln!("bench: {what}");
                 match self.idle_cpu(v, n, window, &tag()).await {
                     Ok(cpu) => {
-                        eprintln!("bench:   {:.1} CPU s/h", cpu.cpu_s_per_hour);
+                        eprintln!("bench:   {:.2} CPU s/h", cpu.settled_rate());
                         measured.idle_cpu.push(cpu);
                     }
                     Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),

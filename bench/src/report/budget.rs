@@ -90,9 +90,10 @@ fn cpu_goal(m: &Measured, variant: Variant) -> Goal {
             target: "≤ native's".into(),
             measured: format!(
                 "{:.1} vs {:.1} CPU s per hour",
-                wasm.cpu_s_per_hour, native.cpu_s_per_hour
+                wasm.settled_rate(),
+                native.settled_rate()
             ),
-            holds: Some(wasm.cpu_s_per_hour <= native.cpu_s_per_hour),
+            holds: Some(wasm.settled_rate() <= native.settled_rate()),
         },
         _ => Goal {
             goal,
@@ -161,10 +162,11 @@ pub fn section(m: &Measured) -> String {
     s.push_str(&super::scale::section(m));
     if !m.idle_cpu.is_empty() {
         s.push_str(
-            "\n### Idle CPU\n\nThe fleet's CPU per hour in equal windows of the idle time, after \
-             the last event; the median window, which leaves out the fleet going idle.\n\n\
-             | variant | N | CPU s per hour | windows, min–max | measured over s |\n\
-             |---|---|---|---|---|\n",
+            "\n### Idle CPU\n\nThe fleet's CPU per hour in equal windows of the idle time after \
+             the last event: the mean of the windows after the first (which holds the fleet \
+             going idle), and over the whole time.\n\n\
+             | variant | N | CPU s per hour | whole time | windows, min–max | measured over s |\n\
+             |---|---|---|---|---|---|\n",
         );
         for c in &m.idle_cpu {
             let lo = c
@@ -180,9 +182,10 @@ pub fn section(m: &Measured) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {:.1} | {range} | {:.0} |",
+                "| {} | {} | {:.2} | {:.2} | {range} | {:.0} |",
                 c.variant.label(),
                 c.n,
+                c.settled_rate(),
                 c.cpu_s_per_hour,
                 c.window_s
             );
@@ -208,11 +211,11 @@ fn levers_section(m: &Measured) -> String {
     s.push_str(
         "\n### The memory levers under the budget\n\nEach lever off in turn against every lever \
          on: the budget, the idle CPU, and the next event's event→reconcile latency (the first \
-         cycle after the idle settle time, when released code comes back). A lever stays when \
-         turning it off costs at least 2 % of budget or idle CPU, as far as one run resolves \
-         it: the budget by a probe that failed without the lever at least 2 % above the limit \
-         that held with it, the idle CPU by its windows (the median 2 % higher without the \
-         lever and no window within the range of those with it).\n\n| lever | N | budget on → \
+         cycle after the idle settle time). A lever stays when turning it off costs at least \
+         2 % of budget or idle CPU, as far as one run resolves it: the budget by a probe that \
+         failed without the lever at least 2 % above the limit that held with it, the idle CPU \
+         by its windows (the mean 2 % higher without the lever, and by more than twice the \
+         standard error of the difference).\n\n| lever | N | budget on → \
          off MiB | idle CPU on → off s/h | next event on → off ms | verdict |\n|---|---|---|---|---|---|\n",
     );
     for j in &m.lever_judgements {
@@ -242,13 +245,13 @@ fn levers_section(m: &Measured) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} → {} | {} → {:.1} | {} → {} | {verdict} |",
+            "| {} | {} | {} → {} | {} → {:.2} | {} → {} | {verdict} |",
             j.lever.label(),
             j.n,
             bytes(on.and_then(|b| b.budget_bytes)),
             bytes(j.off.budget_bytes),
-            on_cpu.map_or("-".into(), |c| format!("{:.1}", c.cpu_s_per_hour)),
-            j.off_cpu.cpu_s_per_hour,
+            on_cpu.map_or("-".into(), |c| format!("{:.2}", c.settled_rate())),
+            j.off_cpu.settled_rate(),
             next(on),
             next(Some(&j.off)),
         );
