@@ -42,15 +42,7 @@ scripts/control-plane.sh provision >/dev/null
 
 step "release builds: host shim and driver; native ring controller; wasm32-wasip1 modules"
 # The host alone, as it ships: built with the driver, it would get the driver's features of
-# tokio, kube and k8s-openapi, other code, and other names than host-shim/hot-text.order lists.
-# First the two hosts with a build-time lever off, for the levers judged under the budget:
-# only host-shim is linked again for each (build.rs reads the variables), each copied aside.
-lever_hosts=$target/bench-hosts
-mkdir -p "$lever_hosts"
-KUBE_WASM_HOST_HOT_TEXT=0 cargo build --release -p host-shim
-cp "$target/release/host-shim" "$lever_hosts/host-shim-without-hot-text"
-KUBE_WASM_HOST_PIE=1 cargo build --release -p host-shim
-cp "$target/release/host-shim" "$lever_hosts/host-shim-pie"
+# tokio, kube and k8s-openapi, and other code.
 cargo build --release -p host-shim
 cargo build --release -p kube-wasm-bench
 cargo build --release -p ring-controller
@@ -105,8 +97,6 @@ done
   --wasm-dir "$target/wasm32-wasip1/release" \
   --go-native "$target/release/go-configmap-mirror" \
   --go-wasm "$target/wasm32-wasip1/release/go-configmap-mirror.wasm" \
-  --host-without-hot-text "$lever_hosts/host-shim-without-hot-text" \
-  --host-pie "$lever_hosts/host-shim-pie" \
   --out "$out" \
   --book docs/src/benchmarks \
   "$@"

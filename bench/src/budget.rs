@@ -371,20 +371,19 @@ pub enum BudgetLever {
     ReleaseIdleStacks,
     /// `funcRefProfile`: a module's func refs ordered by its first run's profile.
     FuncRefProfile,
-    /// `host-shim/hot-text.order`: the host's hot functions linked together.
+    /// `host-shim/hot-text.order`, judged on 2026-11-29 (the host's hot functions linked
+    /// together): removed; kept here so that reports that judged it read back.
+    #[value(skip)]
     HotText,
-    /// `-no-pie`: the host linked position-dependent.
+    /// `-no-pie`, judged on 2026-11-29 (the host linked position-dependent): removed; kept
+    /// here so that reports that judged it read back.
+    #[value(skip)]
     PositionDependent,
 }
 
 impl BudgetLever {
     /// Every lever, in report order.
-    pub const ALL: [BudgetLever; 4] = [
-        BudgetLever::ReleaseIdleStacks,
-        BudgetLever::FuncRefProfile,
-        BudgetLever::HotText,
-        BudgetLever::PositionDependent,
-    ];
+    pub const ALL: [BudgetLever; 2] = [BudgetLever::ReleaseIdleStacks, BudgetLever::FuncRefProfile];
 
     /// Its name in the report.
     pub fn label(self) -> &'static str {
@@ -392,33 +391,23 @@ impl BudgetLever {
             BudgetLever::ReleaseIdleCode => "releaseIdleCode (removed)",
             BudgetLever::ReleaseIdleStacks => "releaseIdleStacks",
             BudgetLever::FuncRefProfile => "funcRefProfile",
-            BudgetLever::HotText => "hot-text order",
-            BudgetLever::PositionDependent => "position-dependent link (-no-pie)",
+            BudgetLever::HotText => "hot-text order (removed)",
+            BudgetLever::PositionDependent => "position-dependent link (-no-pie, removed)",
         }
     }
 
-    /// `setup` with the lever off: a setting, or the host built without it (`builds`);
-    /// `None` if that build was not given, or the lever was removed.
-    pub fn off(self, setup: &Setup, builds: &LeverBuilds) -> Option<Setup> {
+    /// `setup` with the lever off (a host setting); `None` for a lever that was removed.
+    pub fn off(self, setup: &Setup) -> Option<Setup> {
         let mut off = setup.clone();
         match self {
-            BudgetLever::ReleaseIdleCode => return None,
             BudgetLever::ReleaseIdleStacks => off.release_idle_stacks = false,
             BudgetLever::FuncRefProfile => off.func_ref_profile = false,
-            BudgetLever::HotText => off.host_shim = builds.without_hot_text.clone()?,
-            BudgetLever::PositionDependent => off.host_shim = builds.pie.clone()?,
+            BudgetLever::ReleaseIdleCode
+            | BudgetLever::HotText
+            | BudgetLever::PositionDependent => return None,
         }
         Some(off)
     }
-}
-
-/// The host built with a build-time lever off (`scripts/bench.sh` builds them).
-#[derive(Debug, Clone, Default)]
-pub struct LeverBuilds {
-    /// Linked without `hot-text.order` (`KUBE_WASM_HOST_HOT_TEXT=0`).
-    pub without_hot_text: Option<std::path::PathBuf>,
-    /// Linked position-independent (`KUBE_WASM_HOST_PIE=1`).
-    pub pie: Option<std::path::PathBuf>,
 }
 
 /// One lever off against every lever on, under the budget, at one N.

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::budget::{BudgetLever, LeverBuilds};
+use crate::budget::BudgetLever;
 use crate::fleet::Variant;
 use crate::report::Measured;
 use crate::workloads::{Bench, Params};
@@ -29,8 +29,6 @@ pub struct BudgetPlan {
     pub levers: Vec<BudgetLever>,
     /// Ring size of the lever judgements (the wasm variant).
     pub lever_n: usize,
-    /// The host builds with a build-time lever off.
-    pub lever_builds: LeverBuilds,
 }
 
 impl Bench {
@@ -69,11 +67,8 @@ impl Bench {
             }
             checkpoint(measured)?;
             for &lever in &plan.levers {
-                let Some(off) = lever.off(&self.setup, &plan.lever_builds) else {
-                    let why = format!(
-                        "lever {} not judged: its build was not given",
-                        lever.label()
-                    );
+                let Some(off) = lever.off(&self.setup) else {
+                    let why = format!("lever {} not judged: it was removed", lever.label());
                     eprintln!("bench: {why}");
                     measured.incomplete.push(why);
                     continue;

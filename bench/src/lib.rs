@@ -19,7 +19,6 @@ pub mod cold_start;
 pub mod cpu;
 pub mod fleet;
 pub mod go;
-pub mod hot_text;
 pub mod levers;
 pub mod memory;
 pub mod mixed;

@@ -10,13 +10,13 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 
-use kube_wasm_bench::budget::{BudgetLever, LeverBuilds};
+use kube_wasm_bench::budget::BudgetLever;
 use kube_wasm_bench::budget_stage::BudgetPlan;
 use kube_wasm_bench::fleet::{self, Setup, Variant};
 use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
 use kube_wasm_bench::workloads::{Bench, Params, require_file};
-use kube_wasm_bench::{cgroup, cluster, hot_text, mixed, statics, stats};
+use kube_wasm_bench::{cgroup, cluster, mixed, statics, stats};
 
 /// Benchmarks wasm controllers in the host shim against native kube-rs 5.0 processes running
 /// the same controller, against the same apiserver, in one run.
@@ -32,10 +32,6 @@ struct Cli {
     /// The release host-shim binary.
     #[arg(long)]
     host_shim: PathBuf,
-    /// The list of host functions the host binary should keep together (checked against the
-    /// binary's symbols and reported).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../host-shim/hot-text.order"))]
-    hot_text_order: PathBuf,
     /// The native release build of ring-controller.
     #[arg(long)]
     ring_native: PathBuf,
@@ -152,20 +148,12 @@ struct Cli {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "release-idle-stacks,func-ref-profile,hot-text,position-dependent"
+        default_value = "release-idle-stacks,func-ref-profile"
     )]
     budget_levers: Vec<BudgetLever>,
     /// Ring controllers of the levers' budgets.
     #[arg(long, default_value_t = 100)]
     budget_lever_n: usize,
-    /// The host built without `hot-text.order` (`KUBE_WASM_HOST_HOT_TEXT=0`), for the
-    /// hot-text lever; without it that lever is not judged.
-    #[arg(long)]
-    host_without_hot_text: Option<PathBuf>,
-    /// The host built position-independent (`KUBE_WASM_HOST_PIE=1`), for the
-    /// position-dependent lever; without it that lever is not judged.
-    #[arg(long)]
-    host_pie: Option<PathBuf>,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
     /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each, cold start of at
     /// most 20 modules (replacing those options).
@@ -357,24 +345,6 @@ async fn main() -> anyhow::Result<()> {
         cli.instantiations,
     )
     .await?;
-
-    // A secondary check: without the list (another checkout), the report says so.
-    let hot_text = match hot_text::check(&cli.host_shim, &cli.hot_text_order) {
-        Ok(h) => {
-            eprintln!(
-                "bench: {} of the {} functions of {} are in the host binary, in {} blocks of 64 KiB",
-                h.found,
-                h.listed,
-                cli.hot_text_order.display(),
-                h.blocks
-            );
-            Some(h)
-        }
-        Err(e) => {
-            eprintln!("bench: the hot-text list was not checked: {e:#}");
-            None
-        }
-    };
 
     let client = cluster::client(&cli.kubeconfig).await?;
     let server = client
@@ -572,7 +542,6 @@ async fn main() -> anyhow::Result<()> {
         churn,
         resume,
         statics: Some(statics),
-        hot_text,
         levers,
         mixed,
         cold_start,
@@ -609,10 +578,6 @@ async fn main() -> anyhow::Result<()> {
         idle_cpu_window: Duration::from_secs(cli.idle_cpu_secs),
         levers: cli.budget_levers.clone(),
         lever_n: cli.budget_lever_n,
-        lever_builds: LeverBuilds {
-            without_hot_text: cli.host_without_hot_text.clone(),
-            pie: cli.host_pie.clone(),
-        },
     };
     let mut tag = || {
         launch += 1;

@@ -6,7 +6,6 @@ use super::figures::{Comparison, Figures, MIB, MIB_BYTES};
 use super::format::fmt_summary;
 use super::measured::Measured;
 use crate::fleet::Variant;
-use crate::hot_text::HotText;
 use crate::stats::{self, Summary};
 
 /// A goal of the issues (#6, and #19's memory goals) and whether it holds.
@@ -335,36 +334,7 @@ pub fn goals(f: &Figures, m: &Measured) -> Vec<Goal> {
             holds: None,
         },
     });
-    goals.push(hot_text_goal(m.hot_text.as_ref()));
     goals
-}
-
-/// The order file keeps the host's steady state in few blocks of code only while it names the
-/// functions of the build: a changed dependency renames them, and `scripts/hot-text.sh` must
-/// run again.
-fn hot_text_goal(hot_text: Option<&HotText>) -> Goal {
-    let goal = "`host-shim/hot-text.order` is current (`scripts/hot-text.sh`)".to_string();
-    let target = "≥ 90 % of its functions in the host binary".to_string();
-    match hot_text {
-        Some(h) => Goal {
-            goal,
-            target,
-            measured: format!(
-                "{} of {} ({:.0} %), in {} blocks of 64 KiB",
-                h.found,
-                h.listed,
-                h.found_share() * 100.0,
-                h.blocks
-            ),
-            holds: Some(h.found_share() >= 0.9),
-        },
-        None => Goal {
-            goal,
-            target,
-            measured: "not checked".into(),
-            holds: None,
-        },
-    }
 }
 
 /// Issue #43's goals for the Go workload (`--go`): the client-go controller in the host
@@ -497,23 +467,6 @@ mod tests {
         assert_eq!(alone.len(), 3, "no fleet goals without a fleet");
     }
     use crate::workloads::ResumePoint;
-
-    #[test]
-    fn the_order_file_is_current_while_nine_in_ten_of_its_functions_are_found() {
-        let hot = |found| HotText {
-            listed: 10,
-            found,
-            blocks: 3,
-        };
-        assert_eq!(hot_text_goal(Some(&hot(9))).holds, Some(true));
-        assert_eq!(hot_text_goal(Some(&hot(8))).holds, Some(false));
-        assert_eq!(hot_text_goal(None).holds, None);
-        assert!(
-            hot_text_goal(Some(&hot(9)))
-                .measured
-                .contains("9 of 10 (90 %)")
-        );
-    }
 
     fn point(mib: u64, linear_mib: f64, resume_ms: &[f64]) -> ResumePoint {
         ResumePoint {

@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 use crate::budget::{Budget, IdleCpu, LeverJudgement};
 use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
-use crate::hot_text::HotText;
 use crate::levers::LeverRun;
 use crate::mixed::MixedRun;
 use crate::replicas::ReplicasRun;
@@ -40,8 +39,6 @@ pub struct Measured {
     pub resume: Vec<ResumePoint>,
     /// Figures without a cluster.
     pub statics: Option<Statics>,
-    /// `host-shim/hot-text.order` against the host binary under test (`None`: not checked).
-    pub hot_text: Option<HotText>,
     /// The levers' launches: every lever on, then each off in turn (empty when they did not
     /// run).
     pub levers: Vec<LeverRun>,
