@@ -373,6 +373,13 @@ impl IdleCpu {
         mean_and_variance_of_mean(settled(&self.windows_s_per_hour))
             .map_or(self.cpu_s_per_hour, |(mean, _)| mean)
     }
+
+    /// CPU seconds per hour over the whole measured time: the mean of its equal windows
+    /// (whatever `cpu_s_per_hour` was written as), or `cpu_s_per_hour` without windows.
+    pub fn whole_rate(&self) -> f64 {
+        mean_and_variance_of_mean(&self.windows_s_per_hour)
+            .map_or(self.cpu_s_per_hour, |(mean, _)| mean)
+    }
 }
 
 /// The idle CPU of a launch's settle time, in CPU s per hour: over the whole time, and in

@@ -89,7 +89,7 @@ fn cpu_goal(m: &Measured, variant: Variant) -> Goal {
             goal: format!("{goal} (N = {})", wasm.n),
             target: "≤ native's".into(),
             measured: format!(
-                "{:.1} vs {:.1} CPU s per hour",
+                "{:.2} vs {:.2} CPU s per hour",
                 wasm.settled_rate(),
                 native.settled_rate()
             ),
@@ -186,7 +186,7 @@ pub fn section(m: &Measured) -> String {
                 c.variant.label(),
                 c.n,
                 c.settled_rate(),
-                c.cpu_s_per_hour,
+                c.whole_rate(),
                 c.window_s
             );
         }
