@@ -320,6 +320,18 @@ async fn main() -> anyhow::Result<()> {
             cli.n, cli.warmup, cli.cycles, cli.runs, cli.settle_secs, cli.churn_k, cli.churn_parallel
         ),
     ));
+    context.push((
+        "budget parameters".into(),
+        format!(
+            "N = {:?}, {} measured cycles a probe; idle CPU of {} controllers over {} s; levers {:?} at N = {}",
+            cli.budget_n,
+            cli.budget_cycles,
+            cli.idle_cpu_n,
+            cli.idle_cpu_secs,
+            cli.budget_levers,
+            cli.budget_lever_n
+        ),
+    ));
 
     let mut variants = Vec::new();
     let mut unavailable = Vec::new();
