@@ -1,6 +1,7 @@
 //! The wasmtime engine: its configuration, and the epoch ticker that bounds each guest entry.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use wasmtime::{Config, Engine, EngineWeak, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -66,37 +67,144 @@ pub fn new_engine(pool: Option<PoolSize>, stacks: &ReleasableStacks) -> wasmtime
     Engine::new(&config)
 }
 
-/// Advances an engine's epoch every `tick` on its own OS thread, so that the tick goes on even
-/// when every tokio worker is busy running a guest. The thread ends by itself once the engine
-/// is dropped.
+/// Advances an engine's epoch every `tick` on its own OS thread while a guest is inside an
+/// entry (while an [`EntryTicks`] guard from [`EpochTicker::enter`] lives), so that the tick
+/// goes on even when every tokio worker is busy running a guest. Between entries the thread
+/// waits without a timeout: an idle host does not wake every tick. The thread ends once the
+/// ticker or the engine is dropped.
 #[derive(Debug)]
 pub struct EpochTicker {
     tick: Duration,
+    gate: Arc<TickGate>,
+}
+
+/// How many guest entries are in progress, and whether the ticker is gone.
+#[derive(Debug, Default)]
+struct TickGate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+    ticks: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    entries: usize,
+    closed: bool,
+}
+
+impl TickGate {
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        // Every update leaves the state consistent; a panic elsewhere cannot break it.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until an entry is in progress; `false` once the ticker is dropped.
+    fn wait_for_entry(&self) -> bool {
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return false;
+            }
+            if state.entries > 0 {
+                return true;
+            }
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// One guest entry in progress (see [`EpochTicker::enter`]): the epoch ticks while one lives.
+#[derive(Debug)]
+pub struct EntryTicks(Arc<TickGate>);
+
+impl Drop for EntryTicks {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.entries = state.entries.saturating_sub(1);
+    }
 }
 
 impl EpochTicker {
-    /// Starts ticking `engine` every `tick`.
+    /// Starts the thread that ticks `engine` every `tick` while an entry is in progress.
     ///
     /// # Errors
     /// If the OS refuses to start a thread.
     pub fn start(engine: &Engine, tick: Duration) -> std::io::Result<Self> {
         let weak: EngineWeak = engine.weak();
+        let gate = Arc::new(TickGate::default());
+        let waits = gate.clone();
         std::thread::Builder::new()
             .name("kube-wasm-epoch".into())
             .spawn(move || {
-                loop {
+                while waits.wait_for_entry() {
                     std::thread::sleep(tick);
                     match weak.upgrade() {
                         Some(engine) => engine.increment_epoch(),
                         None => break,
                     }
+                    waits.ticks.fetch_add(1, Ordering::Relaxed);
                 }
             })?;
-        Ok(Self { tick })
+        Ok(Self { tick, gate })
+    }
+
+    /// Counts a guest entry as in progress until the guard is dropped: hold it across every
+    /// entry (a start, a resume, a delivery), or the entry's deadline never comes.
+    pub fn enter(&self) -> EntryTicks {
+        let mut state = self.gate.lock();
+        state.entries += 1;
+        if state.entries == 1 {
+            self.gate.changed.notify_one();
+        }
+        EntryTicks(self.gate.clone())
     }
 
     /// The tick period.
     pub fn tick(&self) -> Duration {
         self.tick
+    }
+
+    /// How many times the epoch advanced.
+    pub fn ticks(&self) -> u64 {
+        self.gate.ticks.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.gate.lock().closed = true;
+        self.gate.changed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod ticker_tests {
+    use super::*;
+
+    #[test]
+    fn the_epoch_advances_only_while_an_entry_is_in_progress() {
+        let engine = Engine::default();
+        let ticker = EpochTicker::start(&engine, Duration::from_millis(5)).expect("thread");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(ticker.ticks(), 0, "no entry, no tick");
+
+        let entry = ticker.enter();
+        let nested = ticker.enter();
+        std::thread::sleep(Duration::from_millis(100));
+        drop(entry);
+        std::thread::sleep(Duration::from_millis(50));
+        let during = ticker.ticks();
+        assert!(during >= 5, "ticked {during} times in 150 ms of entries");
+        drop(nested);
+        std::thread::sleep(Duration::from_millis(20));
+        let after = ticker.ticks();
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(ticker.ticks(), after, "stopped with the last entry");
+
+        drop(ticker.enter());
+        drop(ticker);
     }
 }

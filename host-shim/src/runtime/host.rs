@@ -133,7 +133,8 @@ pub(crate) struct HostInner {
     snapshots: LazySnapshotDir,
     /// The engine's fiber stacks (unused with a pool).
     stacks: ReleasableStacks,
-    _ticker: EpochTicker,
+    /// Ticks the engine's epoch while a module is inside a guest entry.
+    ticker: EpochTicker,
 }
 
 /// Runs kube-wasm modules against one API server. Cheap to clone.
@@ -147,8 +148,7 @@ impl Host {
     /// run on it: see [`Host::with_identities`]).
     ///
     /// # Errors
-    /// If the wasmtime engine cannot be created, or the epoch ticker's or the code release's
-    /// thread cannot start.
+    /// If the wasmtime engine cannot be created, or the epoch ticker's thread cannot start.
     pub fn new(upstream: Upstream, settings: Settings) -> anyhow::Result<Self> {
         Self::with_identities(Identities::new(upstream), settings)
     }
@@ -156,8 +156,7 @@ impl Host {
     /// A host sending the requests of each module through the upstream of its identity.
     ///
     /// # Errors
-    /// If the wasmtime engine cannot be created, or the epoch ticker's or the code release's
-    /// thread cannot start.
+    /// If the wasmtime engine cannot be created, or the epoch ticker's thread cannot start.
     pub fn with_identities(identities: Identities, settings: Settings) -> anyhow::Result<Self> {
         let upstream = identities.own().clone();
         let stacks = ReleasableStacks::default();
@@ -209,7 +208,7 @@ impl Host {
                 loading: Mutex::new(()),
                 snapshots,
                 stacks,
-                _ticker: ticker,
+                ticker,
             }),
         })
     }
@@ -377,6 +376,7 @@ impl Host {
         let settings = &inner.settings;
         let cx = ModuleContext {
             engine: &inner.engine,
+            ticker: &inner.ticker,
             identities: &inner.identities,
             metrics: &inner.metrics,
             watch_cache: inner.watch_cache.as_ref(),

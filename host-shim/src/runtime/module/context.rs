@@ -7,6 +7,7 @@ use std::time::Duration;
 use wasmtime::Engine;
 
 use crate::metrics::Metrics;
+use crate::runtime::engine::EpochTicker;
 use crate::runtime::output::OutputTarget;
 use crate::runtime::suspend::LazySnapshotDir;
 use crate::upstream::identity::Identities;
@@ -17,6 +18,8 @@ use crate::upstream::watch_cache::WatchCache;
 pub(crate) struct ModuleContext<'a> {
     /// The engine the module's `Store`s are made in.
     pub(crate) engine: &'a Engine,
+    /// Its epoch ticker, which ticks while a guest entry is in progress.
+    pub(crate) ticker: &'a EpochTicker,
     /// The API server as each identity a module may act as; its own one also gives the
     /// default namespace and the cluster URL.
     pub(crate) identities: &'a Identities,

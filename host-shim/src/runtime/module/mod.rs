@@ -281,9 +281,9 @@ async fn live(
     shell: &mut Shell,
     mut running: Box<Running>,
 ) -> ModuleOutcome {
-    shell.enter();
+    let entered = shell.enter(cx.ticker);
     let started = Box::pin(running.start(shell)).await;
-    shell.exit();
+    shell.exit(entered);
     if let Err(outcome) = started {
         running.finish(shell);
         return outcome;
@@ -316,7 +316,7 @@ async fn live(
                     tracing::trace!(op = delivery.op, "dropping a completion of a cancelled op");
                     continue;
                 };
-                shell.enter();
+                let entered = shell.enter(cx.ticker);
                 let mut running = match state {
                     State::Resident(running) => running,
                     State::Suspended(suspended) => {
@@ -329,7 +329,7 @@ async fn live(
                     }
                 };
                 let delivered = Box::pin(running.deliver(delivery, kind, shell)).await;
-                shell.exit();
+                shell.exit(entered);
                 state = State::Resident(running);
                 if let Err(outcome) = delivered {
                     break outcome;
@@ -344,9 +344,9 @@ async fn live(
                     },
                     State::Suspended(suspended) => {
                         // Ahead of its timer: resumed now, the timer delivered when due.
-                        shell.enter();
+                        let entered = shell.enter(cx.ticker);
                         let resumed = Box::pin(suspended.resume(cx, compiled, shell, true)).await;
-                        shell.exit();
+                        shell.exit(entered);
                         match resumed {
                             Ok(running) => {
                                 cx.metrics.count_resume_ahead();

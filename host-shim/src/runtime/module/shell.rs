@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::outcome::{EndReason, ModuleError, ModuleOutcome};
+use crate::runtime::engine::{EntryTicks, EpochTicker};
 use crate::runtime::fiber_stacks::StackOwner;
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
 use crate::runtime::shadow_stack::ShadowStack;
@@ -137,15 +138,18 @@ impl Shell {
         Some(idle.ahead.resume_at(due, idle.threshold.timer_gap()))
     }
 
-    /// Arms the next release (before each guest entry).
-    pub(super) fn enter(&mut self) {
+    /// Begins a guest entry: the epoch ticks (see [`EpochTicker::enter`]) until the guard
+    /// is given to [`exit`](Self::exit) or dropped, and the next stack release is armed.
+    pub(super) fn enter(&mut self, ticker: &EpochTicker) -> EntryTicks {
         if let Some(release) = self.release.as_mut() {
             release.armed = true;
         }
+        ticker.enter()
     }
 
     /// Ends what [`enter`](Self::enter) began: the release time counts from now.
-    pub(super) fn exit(&mut self) {
+    pub(super) fn exit(&mut self, entered: EntryTicks) {
+        drop(entered);
         if let Some(release) = &mut self.release {
             release.last_exit = Instant::now();
         }
