@@ -354,30 +354,19 @@ fn settled(windows: &[f64]) -> &[f64] {
     windows.get(1..).unwrap_or_default()
 }
 
-/// The mean and the variance of the mean of `values` (`None` for fewer than two).
-fn mean_and_variance_of_mean(values: &[f64]) -> Option<(f64, f64)> {
-    let n = values.len();
-    if n < 2 {
-        return None;
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    Some((mean, variance / n as f64))
-}
-
 impl IdleCpu {
     /// CPU seconds per hour once the fleet is idle: the mean of the windows after the first
     /// (periodic work — watch bookmarks, renewals — comes in bursts, so the mean, not the
     /// median); the whole time's without windows.
     pub fn settled_rate(&self) -> f64 {
-        mean_and_variance_of_mean(settled(&self.windows_s_per_hour))
+        stats::mean_and_variance_of_mean(settled(&self.windows_s_per_hour))
             .map_or(self.cpu_s_per_hour, |(mean, _)| mean)
     }
 
     /// CPU seconds per hour over the whole measured time: the mean of its equal windows
     /// (whatever `cpu_s_per_hour` was written as), or `cpu_s_per_hour` without windows.
     pub fn whole_rate(&self) -> f64 {
-        mean_and_variance_of_mean(&self.windows_s_per_hour)
+        stats::mean_and_variance_of_mean(&self.windows_s_per_hour)
             .map_or(self.cpu_s_per_hour, |(mean, _)| mean)
     }
 }
@@ -526,8 +515,8 @@ impl LeverVerdict {
 
 /// Judges a lever from its `on` and `off` states. A figure counts only where it is resolved:
 /// the budget by a probe (a limit that failed without the lever, 2 % above the limit that held
-/// with it, not the bisection's end points, which are 5 % apart), the idle CPU by windows that
-/// do not overlap.
+/// with it, not the bisection's end points, which are 5 % apart), the idle CPU by the mean of
+/// its windows against twice the standard error of the difference.
 pub fn lever_pays(on: LeverState<'_>, off: LeverState<'_>) -> LeverVerdict {
     let Some(on_bytes) = on.budget.budget_bytes else {
         return LeverVerdict::NoBaseline;
@@ -549,8 +538,8 @@ pub fn lever_pays(on: LeverState<'_>, off: LeverState<'_>) -> LeverVerdict {
         return LeverVerdict::Undetermined;
     }
     let (Some((on_mean, on_var)), Some((off_mean, off_var))) = (
-        mean_and_variance_of_mean(on_w),
-        mean_and_variance_of_mean(off_w),
+        stats::mean_and_variance_of_mean(on_w),
+        stats::mean_and_variance_of_mean(off_w),
     ) else {
         return LeverVerdict::Undetermined;
     };

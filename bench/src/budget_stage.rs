@@ -44,12 +44,6 @@ impl Bench {
         mut tag: impl FnMut() -> String,
         checkpoint: impl Fn(&Measured) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let has_budget = |m: &Measured, v: Variant, n: usize| {
-            m.budgets.iter().any(|b| b.variant == v && b.n == n)
-        };
-        let has_cpu = |m: &Measured, v: Variant, n: usize| {
-            m.idle_cpu.iter().any(|c| c.variant == v && c.n == n)
-        };
         let window = plan.idle_cpu_window;
         if !plan.levers.is_empty() && plan.variants.contains(&Variant::Wasm) {
             let n = plan.lever_n;
@@ -88,7 +82,7 @@ impl Bench {
         if plan.idle_cpu_n > 0 {
             for &v in &plan.variants {
                 let n = plan.idle_cpu_n;
-                if has_cpu(measured, v, n) {
+                if measured.idle_cpu_at(v, n).is_some() {
                     continue;
                 }
                 let what = format!("idle CPU ring N={n} {}", v.label());
@@ -107,7 +101,7 @@ impl Bench {
         ns.sort_unstable();
         for n in ns {
             for &v in &plan.variants {
-                if has_budget(measured, v, n) {
+                if measured.budget(v, n).is_some() {
                     continue;
                 }
                 let what = format!("budget ring N={n} {}", v.label());

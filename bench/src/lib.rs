@@ -1,7 +1,7 @@
 //! The benchmark's and the soak's pieces, one concept a module: the apiserver's audit log
 //! ([`audit`]), memory budgets under cgroup limits and idle CPU ([`budget`], [`cgroup`], run in order by [`budget_stage`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
 //! ([`fleet`]), the memory levers before/after ([`levers`]), the cold start ([`cold_start`]), fleets of
-//! distinct controllers ([`mixed`]), Go controllers ([`go`]), process memory ([`memory`]), order
+//! distinct controllers ([`mixed`]), Go controllers ([`go`]), process memory ([`memory`]), sample
 //! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
 //! host replicas sharing a fleet ([`replicas`]) and the report ([`report`]) of
 //! `kube-wasm-bench`; and the chaos soak of `kube-wasm-soak` ([`soak`]).

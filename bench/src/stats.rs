@@ -1,5 +1,5 @@
-//! Order statistics over samples: percentiles (nearest rank) and the median/p99 summary the
-//! report prints for every figure.
+//! Statistics over samples: percentiles (nearest rank), the median/p99 summary the report
+//! prints for every figure, and a mean with its standard error.
 
 use serde::Serialize;
 
@@ -13,6 +13,18 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
     sorted.sort_by(f64::total_cmp);
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// The mean of `values` and the variance of that mean (the sample variance over n; its square
+/// root is the standard error); `None` for fewer than two values.
+pub fn mean_and_variance_of_mean(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some((mean, variance / n as f64))
 }
 
 /// The median (nearest rank: the lower middle of an even count).
@@ -75,6 +87,15 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mean_comes_with_the_variance_of_the_mean() {
+        assert_eq!(mean_and_variance_of_mean(&[1.0]), None);
+        let (mean, var) = mean_and_variance_of_mean(&[1.0, 2.0, 3.0, 6.0]).expect("four");
+        assert!((mean - 3.0).abs() < 1e-12);
+        // Sample variance (4 + 1 + 0 + 9) / 3, over 4 values.
+        assert!((var - 14.0 / 3.0 / 4.0).abs() < 1e-12, "{var}");
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

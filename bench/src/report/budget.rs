@@ -11,10 +11,6 @@ use crate::fleet::Variant;
 /// Bytes in a MiB.
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn budget_of(m: &Measured, variant: Variant, n: usize) -> Option<&Budget> {
-    m.budgets.iter().find(|b| b.variant == variant && b.n == n)
-}
-
 fn cpu_of(m: &Measured, variant: Variant) -> Option<&IdleCpu> {
     m.idle_cpu.iter().find(|c| c.variant == variant)
 }
@@ -46,7 +42,7 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
             holds: None,
         };
     };
-    let pair = (budget_of(m, Variant::Native, n), budget_of(m, variant, n));
+    let pair = (m.budget(Variant::Native, n), m.budget(variant, n));
     let (Some(native), Some(wasm)) = pair else {
         return Goal {
             goal: what(n),
@@ -219,11 +215,8 @@ fn levers_section(m: &Measured) -> String {
          off MiB | idle CPU on → off s/h | next event on → off ms | verdict |\n|---|---|---|---|---|---|\n",
     );
     for j in &m.lever_judgements {
-        let on = budget_of(m, j.variant, j.n);
-        let on_cpu = m
-            .idle_cpu
-            .iter()
-            .find(|c| c.variant == j.variant && c.n == j.n);
+        let on = m.budget(j.variant, j.n);
+        let on_cpu = m.idle_cpu_at(j.variant, j.n);
         let bytes = |b: Option<u64>| b.map_or("none".into(), mib);
         let next = |b: Option<&Budget>| {
             b.and_then(|b| crate::budget::next_event_ms(&b.unconstrained))

@@ -74,4 +74,18 @@ impl Measured {
             .find(|u| u.variant == v)
             .map(|u| u.reason.as_str())
     }
+
+    /// The budget of the ring of `n` controllers as `variant`, if it was measured.
+    pub fn budget(&self, variant: Variant, n: usize) -> Option<&Budget> {
+        self.budgets
+            .iter()
+            .find(|b| b.variant == variant && b.n == n)
+    }
+
+    /// The idle CPU of `n` ring controllers as `variant`, if it was measured.
+    pub fn idle_cpu_at(&self, variant: Variant, n: usize) -> Option<&IdleCpu> {
+        self.idle_cpu
+            .iter()
+            .find(|c| c.variant == variant && c.n == n)
+    }
 }

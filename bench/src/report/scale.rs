@@ -13,16 +13,12 @@ use crate::fleet::Variant;
 /// The variants of the host compared with native.
 const HOSTED: [Variant; 2] = [Variant::Wasm, Variant::WasmSuspend];
 
-fn budget_of(m: &Measured, variant: Variant, n: usize) -> Option<&Budget> {
-    m.budgets.iter().find(|b| b.variant == variant && b.n == n)
-}
-
 /// Every N with a native budget and one of `variant`, ascending.
 fn paired_ns(m: &Measured, variant: Variant) -> Vec<usize> {
     let mut ns: Vec<usize> = m
         .budgets
         .iter()
-        .filter(|b| b.variant == variant && budget_of(m, Variant::Native, b.n).is_some())
+        .filter(|b| b.variant == variant && m.budget(Variant::Native, b.n).is_some())
         .map(|b| b.n)
         .collect();
     ns.sort_unstable();
@@ -50,7 +46,7 @@ fn p99_goal(m: &Measured, variant: Variant) -> Goal {
     let figures: Vec<String> = ns
         .iter()
         .filter_map(|&n| {
-            let (native, hosted) = (budget_of(m, Variant::Native, n)?, budget_of(m, variant, n)?);
+            let (native, hosted) = (m.budget(Variant::Native, n)?, m.budget(variant, n)?);
             holds &= hosted.unconstrained_p99_ms <= native.unconstrained_p99_ms;
             Some(format!(
                 "N = {n}: {:.1} vs {:.1} ms",
@@ -73,13 +69,9 @@ fn startup_goal(m: &Measured, variant: Variant) -> Goal {
         variant.label()
     );
     let target = "≤ native's".to_owned();
-    let pair = paired_ns(m, variant).last().and_then(|&n| {
-        Some((
-            n,
-            budget_of(m, Variant::Native, n)?,
-            budget_of(m, variant, n)?,
-        ))
-    });
+    let pair = paired_ns(m, variant)
+        .last()
+        .and_then(|&n| Some((n, m.budget(Variant::Native, n)?, m.budget(variant, n)?)));
     match pair {
         Some((n, native, hosted)) => Goal {
             goal: format!("{goal} (N = {n})"),
