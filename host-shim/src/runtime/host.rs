@@ -36,8 +36,9 @@ pub struct Settings {
     /// run before the module is ended. Measured in epoch ticks, so it is accurate to about
     /// one [`epoch_tick`](Self::epoch_tick).
     pub entry_deadline: Duration,
-    /// How often the engine's epoch advances. Each tick, a running guest also yields to the
-    /// tokio scheduler so other modules keep running.
+    /// How often the engine's epoch advances while a guest entry is in progress (between
+    /// entries it does not; see [`EpochTicker`]). Each
+    /// tick, a running guest also yields to the tokio scheduler so other modules keep running.
     pub epoch_tick: Duration,
     /// Size limits of op results.
     pub limits: OpLimits,
