@@ -81,6 +81,38 @@ impl Cluster {
         self.try_kubectl(args).unwrap_or_else(|e| panic!("{e:#}"))
     }
 
+    /// What the cluster says about the Pods matching `selector` in `namespace`: their
+    /// description (status, container states, events), the namespace's events and the node's
+    /// (its conditions, taints and allocations) — the text a timed-out wait prints. Each part
+    /// that kubectl cannot give is replaced by its error.
+    pub fn explain_pods(&self, namespace: &str, selector: &str) -> String {
+        let parts: [(&str, Vec<&str>); 3] = [
+            (
+                "Pods",
+                vec!["describe", "pods", "--namespace", namespace, "-l", selector],
+            ),
+            (
+                "events",
+                vec![
+                    "get",
+                    "events",
+                    "--namespace",
+                    namespace,
+                    "--sort-by=.lastTimestamp",
+                ],
+            ),
+            ("node", vec!["describe", "node", &self.node]),
+        ];
+        parts
+            .into_iter()
+            .map(|(title, args)| {
+                let text = self.try_kubectl(&args).unwrap_or_else(|e| format!("{e:#}"));
+                format!("--- {title} (kubectl {}) ---\n{text}", args.join(" "))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// `kubectl logs -f` of `pod` in `namespace`, followed.
     pub fn follow_logs(&self, namespace: &str, pod: &str) -> Program {
         let mut command = Command::new("kubectl");

@@ -418,7 +418,28 @@ where
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, up to `timeout`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+///
+/// # Panics
+/// At the timeout, naming `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    eventually_explained(timeout, what, check, String::new).await
+}
+
+/// [`eventually`], and at the timeout the panic message also holds what `explain` returns
+/// then (the state a failure in CI is read from, such as the cluster's Pods and events).
+///
+/// # Panics
+/// At the timeout, naming `what`, with `explain`'s text.
+pub async fn eventually_explained<T, F, Fut>(
+    timeout: Duration,
+    what: &str,
+    mut check: F,
+    explain: impl FnOnce() -> String,
+) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -428,10 +449,12 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
+        if Instant::now() >= deadline {
+            panic!(
+                "timed out after {timeout:?} waiting for {what}\n{}",
+                explain()
+            );
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -26,7 +26,7 @@ use kube_wasm_e2e::metrics::value;
 use kube_wasm_e2e::objects::mirrored;
 use kube_wasm_e2e::replicas::{Interval, intervals, now_us, overlaps};
 use kube_wasm_e2e::wasm_controllers as wc;
-use kube_wasm_e2e::{eventually, registry, scratch_dir};
+use kube_wasm_e2e::{eventually, eventually_explained, registry, scratch_dir};
 
 /// Where `deploy/` puts the host, and its Pods' label.
 const SYSTEM: &str = "kube-wasm-system";
@@ -59,11 +59,20 @@ async fn ready_pods(pods: &Api<Pod>) -> BTreeMap<String, String> {
 }
 
 /// The host's Pods once exactly three are ready and all run the image `digest`.
-async fn three_running(pods: &Api<Pod>, digest: &str) -> BTreeMap<String, String> {
-    eventually(PROMPTLY, "three ready host Pods of the image", || async {
-        let ready = ready_pods(pods).await;
-        (ready.len() == 3 && ready.values().all(|id| id.ends_with(digest))).then_some(ready)
-    })
+async fn three_running(
+    cluster: &Cluster,
+    pods: &Api<Pod>,
+    digest: &str,
+) -> BTreeMap<String, String> {
+    eventually_explained(
+        PROMPTLY,
+        "three ready host Pods of the image",
+        || async {
+            let ready = ready_pods(pods).await;
+            (ready.len() == 3 && ready.values().all(|id| id.ends_with(digest))).then_some(ready)
+        },
+        || cluster.explain_pods(SYSTEM, SELECTOR),
+    )
     .await
 }
 
@@ -132,7 +141,7 @@ async fn the_host_runs_fails_over_and_rolls_over_on_a_kubelet() {
         "--timeout=60s",
         "crd/wasmcontrollers.kube-wasm.dev",
     ]);
-    let first = three_running(&pods, digest).await;
+    let first = three_running(&cluster, &pods, digest).await;
     eprintln!(
         "three replicas ready {:?} after kubectl apply: {:?}",
         applied_at.elapsed(),
@@ -260,7 +269,7 @@ async fn the_host_runs_fails_over_and_rolls_over_on_a_kubelet() {
         moved < LEASE + Duration::from_secs(30),
         "the module moved in {moved:?}"
     );
-    three_running(&pods, digest).await;
+    three_running(&cluster, &pods, digest).await;
 
     // A rolling update to a new image digest: the module is handed over, never run twice.
     let rolled = relabelled_host_image("rollout-1", &dir);
@@ -277,7 +286,7 @@ async fn the_host_runs_fails_over_and_rolls_over_on_a_kubelet() {
         "deployment/host-shim",
         "--timeout=600s",
     ]);
-    let last = three_running(&pods, &new_digest).await;
+    let last = three_running(&cluster, &pods, &new_digest).await;
     let after = holder_among(&client, &last).await;
     mirror(&client, "after-rollout").await;
     eprintln!(
