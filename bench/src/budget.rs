@@ -63,7 +63,7 @@ pub struct Probe {
 /// The budget of one fleet in one variant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Budget {
-    /// `ring`.
+    /// `ring`, or `edge` (the five examples, [`crate::edge`]).
     pub fleet: String,
     /// How the controllers ran.
     pub variant: Variant,
@@ -147,6 +147,141 @@ fn judge_probe(p99: Option<f64>, bound: f64, above_peak: bool) -> Attempt {
     }
 }
 
+/// Runs `launch` in a fresh group `tag` with `limit` (`None`: unlimited), the page cache
+/// dropped first; the launch and the group's OOM kills. A kill fails the launch at once: what
+/// is left of the fleet would only thrash until its timeouts (dropping the launch's future
+/// stops its processes).
+pub(crate) async fn in_group(
+    tag: &str,
+    limit: Option<u64>,
+    launch: impl AsyncFnOnce(&Cgroup) -> anyhow::Result<RingRun>,
+) -> anyhow::Result<(RingRun, u64)> {
+    drop_page_cache();
+    let group = Cgroup::create(tag, limit)?;
+    let killed = async {
+        while group.oom_kills().unwrap_or_default() == 0 {
+            tokio::time::sleep(OOM_POLL).await;
+        }
+    };
+    let run = tokio::select! {
+        run = launch(&group) => run,
+        () = killed => Err(anyhow::anyhow!("the fleet was cut short")),
+    };
+    let kills = group.oom_kills().unwrap_or_default();
+    run.map(|run| (run, kills)).map_err(|err| {
+        if kills > 0 {
+            err.context(format!("{kills} process(es) OOM-killed"))
+        } else {
+            err
+        }
+    })
+}
+
+/// Finds the memory budget of the `fleet` of `n` controllers as `variant` (see the module
+/// docs): `launch(tag, params, limit)` runs the fleet once in a fresh group and returns the
+/// launch (a cycle: one change through every controller) and its OOM kills.
+///
+/// # Errors
+/// If the unconstrained launch fails or measured no latency.
+pub(crate) async fn bisect(
+    fleet: &str,
+    variant: Variant,
+    n: usize,
+    p: &Params,
+    tag: &str,
+    launch: impl AsyncFn(&str, &Params, Option<u64>) -> anyhow::Result<(RingRun, u64)>,
+) -> anyhow::Result<Budget> {
+    let (unconstrained, _) = launch(&format!("{tag}-free"), p, None)
+        .await
+        .context("the launch without a limit")?;
+    let figures = unconstrained
+        .cgroup
+        .clone()
+        .context("the unconstrained launch ran in a group")?;
+    let p99 = stats::percentile(&unconstrained.reconcile_ms, 99.0)
+        .context("no event→reconcile latency measured")?;
+    let bound = 2.0 * p99;
+    let scaled = |ms: f64| {
+        Duration::from_secs_f64(ms.max(0.0) * PROBE_SLOWDOWN / 1000.0).max(MIN_PROBE_TIMEOUT)
+    };
+    let slowest_cycle = unconstrained.ring_ms.iter().copied().fold(0.0, f64::max);
+    let p = &Params {
+        startup_timeout: scaled(unconstrained.startup_ms).min(p.startup_timeout),
+        cycle_timeout: scaled(slowest_cycle).min(p.cycle_timeout),
+        ..p.clone()
+    };
+    let mut probes = Vec::new();
+    let mut probe = async |limit: u64, i: usize| -> bool {
+        eprintln!(
+            "bench: budget {fleet} {} N={n}: probe {} MiB",
+            variant.label(),
+            limit / GRANULE
+        );
+        let attempt = async |again: bool| {
+            let tag = format!("{tag}-{i}{}", if again { "r" } else { "" });
+            match launch(&tag, p, Some(limit)).await {
+                Ok((run, 0)) => judge_probe(
+                    stats::percentile(&run.reconcile_ms, 99.0),
+                    bound,
+                    limit >= figures.peak,
+                ),
+                Ok((_, kills)) => Attempt::Failed(format!("{kills} OOM kill(s)")),
+                Err(err) => Attempt::Failed(format!("{err:#}")),
+            }
+        };
+        let (held, note) = match attempt(false).await {
+            Attempt::Held(note) => (true, note),
+            Attempt::Failed(note) => (false, note),
+            Attempt::Slow(note) => {
+                // A few slow events fail a p99 of few cycles by chance (a resume that read
+                // its snapshot from the disk); a limit that is too small fails again.
+                match attempt(true).await {
+                    Attempt::Held(again) => (true, format!("{note}; again: {again}")),
+                    Attempt::Failed(again) | Attempt::Slow(again) => {
+                        (false, format!("{note}; again: {again}"))
+                    }
+                }
+            }
+        };
+        eprintln!("bench:   {}: {note}", if held { "held" } else { "failed" });
+        probes.push(Probe { limit, held, note });
+        held
+    };
+    let mut low = round_up(figures.idle.anon as f64 / 2.0);
+    let mut high = round_up(figures.peak as f64 * 1.25);
+    let mut i = 0;
+    let mut held_high = false;
+    while i < 3 && !held_high {
+        held_high = probe(high, i).await;
+        i += 1;
+        if !held_high {
+            low = high;
+            high *= 2;
+        }
+    }
+    if held_high {
+        while i < MAX_PROBES
+            && let Some(mid) = next_limit(low, high)
+        {
+            if probe(mid, i).await {
+                high = mid;
+            } else {
+                low = mid;
+            }
+            i += 1;
+        }
+    }
+    Ok(Budget {
+        fleet: fleet.into(),
+        variant,
+        n,
+        unconstrained,
+        unconstrained_p99_ms: p99,
+        probes,
+        budget_bytes: held_high.then_some(high),
+    })
+}
+
 impl Bench {
     /// One launch of the ring of `n` controllers as `variant` in a fresh group with `limit`
     /// (`None`: unlimited).
@@ -159,27 +294,11 @@ impl Bench {
         p: &Params,
         limit: Option<u64>,
     ) -> anyhow::Result<(RingRun, u64)> {
-        drop_page_cache();
-        let group = Cgroup::create(tag, limit)?;
-        // A kill fails the launch at once: what is left of the fleet would only thrash until
-        // the cycle timeout. Dropping the launch's future stops its processes.
-        let killed = async {
-            while group.oom_kills().unwrap_or_default() == 0 {
-                tokio::time::sleep(OOM_POLL).await;
-            }
-        };
-        let run = tokio::select! {
-            run = self.ring_in(setup, variant, n, 0, tag, p, Some(&group)) => run,
-            () = killed => Err(anyhow::anyhow!("the fleet was cut short")),
-        };
-        let kills = group.oom_kills().unwrap_or_default();
-        run.map(|run| (run, kills)).map_err(|err| {
-            if kills > 0 {
-                err.context(format!("{kills} process(es) OOM-killed"))
-            } else {
-                err
-            }
+        in_group(tag, limit, async |group| {
+            self.ring_in(setup, variant, n, 0, tag, p, Some(group))
+                .await
         })
+        .await
     }
 
     /// Finds the memory budget of the ring of `n` controllers as `variant` (see the module
@@ -209,97 +328,10 @@ impl Bench {
         p: &Params,
         tag: &str,
     ) -> anyhow::Result<Budget> {
-        let (unconstrained, _) = self
-            .ring_in_group(setup, variant, n, &format!("{tag}-free"), p, None)
-            .await
-            .context("the launch without a limit")?;
-        let figures = unconstrained
-            .cgroup
-            .clone()
-            .context("the unconstrained launch ran in a group")?;
-        let p99 = stats::percentile(&unconstrained.reconcile_ms, 99.0)
-            .context("no event→reconcile latency measured")?;
-        let bound = 2.0 * p99;
-        let scaled = |ms: f64| {
-            Duration::from_secs_f64(ms.max(0.0) * PROBE_SLOWDOWN / 1000.0).max(MIN_PROBE_TIMEOUT)
-        };
-        let slowest_cycle = unconstrained.ring_ms.iter().copied().fold(0.0, f64::max);
-        let p = &Params {
-            startup_timeout: scaled(unconstrained.startup_ms).min(p.startup_timeout),
-            cycle_timeout: scaled(slowest_cycle).min(p.cycle_timeout),
-            ..p.clone()
-        };
-        let mut probes = Vec::new();
-        let mut probe = async |limit: u64, i: usize| -> bool {
-            eprintln!(
-                "bench: budget {} N={n}: probe {} MiB",
-                variant.label(),
-                limit / GRANULE
-            );
-            let attempt = async |again: bool| {
-                let tag = format!("{tag}-{i}{}", if again { "r" } else { "" });
-                let launched = self.ring_in_group(setup, variant, n, &tag, p, Some(limit));
-                match launched.await {
-                    Ok((run, 0)) => judge_probe(
-                        stats::percentile(&run.reconcile_ms, 99.0),
-                        bound,
-                        limit >= figures.peak,
-                    ),
-                    Ok((_, kills)) => Attempt::Failed(format!("{kills} OOM kill(s)")),
-                    Err(err) => Attempt::Failed(format!("{err:#}")),
-                }
-            };
-            let (held, note) = match attempt(false).await {
-                Attempt::Held(note) => (true, note),
-                Attempt::Failed(note) => (false, note),
-                Attempt::Slow(note) => {
-                    // A few slow events fail a p99 of few cycles by chance (a resume that read
-                    // its snapshot from the disk); a limit that is too small fails again.
-                    match attempt(true).await {
-                        Attempt::Held(again) => (true, format!("{note}; again: {again}")),
-                        Attempt::Failed(again) | Attempt::Slow(again) => {
-                            (false, format!("{note}; again: {again}"))
-                        }
-                    }
-                }
-            };
-            eprintln!("bench:   {}: {note}", if held { "held" } else { "failed" });
-            probes.push(Probe { limit, held, note });
-            held
-        };
-        let mut low = round_up(figures.idle.anon as f64 / 2.0);
-        let mut high = round_up(figures.peak as f64 * 1.25);
-        let mut i = 0;
-        let mut held_high = false;
-        while i < 3 && !held_high {
-            held_high = probe(high, i).await;
-            i += 1;
-            if !held_high {
-                low = high;
-                high *= 2;
-            }
-        }
-        if held_high {
-            while i < MAX_PROBES
-                && let Some(mid) = next_limit(low, high)
-            {
-                if probe(mid, i).await {
-                    high = mid;
-                } else {
-                    low = mid;
-                }
-                i += 1;
-            }
-        }
-        Ok(Budget {
-            fleet: "ring".into(),
-            variant,
-            n,
-            unconstrained,
-            unconstrained_p99_ms: p99,
-            probes,
-            budget_bytes: held_high.then_some(high),
+        bisect("ring", variant, n, p, tag, async |tag, p, limit| {
+            self.ring_in_group(setup, variant, n, tag, p, limit).await
         })
+        .await
     }
 
     /// The CPU the ring of `n` idle controllers as `variant` uses, per hour: one launch

@@ -1,14 +1,15 @@
 //! The budget stage of a benchmark run (issue #44), in the order that keeps the most when a
 //! run is cut short: the memory levers under the budget first (they decide what the host
-//! keeps), then the idle CPU, then the budgets at every N, smallest first. A launch that fails
-//! is recorded in the report ([`Measured::incomplete`]) and the stage goes on; the caller's
-//! checkpoint writes the report after every result, so a run stopped during the largest N
-//! still leaves every figure it finished.
+//! keeps), then the idle CPU, then the edge fleet's budgets, then the ring's budgets at every
+//! N, smallest first. A launch that fails is recorded in the report ([`Measured::incomplete`])
+//! and the stage goes on; the caller's checkpoint writes the report after every result, so a
+//! run stopped during the largest N still leaves every figure it finished.
 
 use std::time::Duration;
 
-use crate::budget::BudgetLever;
+use crate::budget::{Budget, BudgetLever};
 use crate::fleet::Variant;
+use crate::mixed::Builds;
 use crate::report::Measured;
 use crate::workloads::{Bench, Params};
 
@@ -17,6 +18,10 @@ use crate::workloads::{Bench, Params};
 pub struct BudgetPlan {
     /// Ring sizes of the budgets (empty: none).
     pub ns: Vec<usize>,
+    /// Sizes of the edge fleet's budgets (empty: none).
+    pub edge_ns: Vec<usize>,
+    /// The examples' builds the edge fleet runs (`None`: no edge budgets).
+    pub edge_builds: Option<Builds>,
     /// Variants of the budgets and the idle CPU (native, wasm, wasm-suspend).
     pub variants: Vec<Variant>,
     /// A budget probe's launch parameters.
@@ -97,6 +102,27 @@ impl Bench {
                 checkpoint(measured)?;
             }
         }
+        if let Some(builds) = &plan.edge_builds {
+            let mut ns = plan.edge_ns.clone();
+            ns.sort_unstable();
+            for n in ns {
+                for &v in &plan.variants {
+                    if measured.edge_budget(v, n).is_some() {
+                        continue;
+                    }
+                    let what = format!("budget edge fleet N={n} {}", v.label());
+                    eprintln!("bench: {what}");
+                    match self.edge_budget(v, n, builds, &plan.params, &tag()).await {
+                        Ok(budget) => {
+                            eprintln!("bench:   budget {}", budget_text(&budget));
+                            measured.edge_budgets.push(budget);
+                        }
+                        Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+                    }
+                    checkpoint(measured)?;
+                }
+            }
+        }
         let mut ns = plan.ns.clone();
         ns.sort_unstable();
         for n in ns {
@@ -108,12 +134,7 @@ impl Bench {
                 eprintln!("bench: {what}");
                 match self.budget(v, n, &plan.params, &tag()).await {
                     Ok(budget) => {
-                        eprintln!(
-                            "bench:   budget {}",
-                            budget
-                                .budget_bytes
-                                .map_or("none found".to_owned(), |b| format!("{} MiB", b >> 20))
-                        );
+                        eprintln!("bench:   budget {}", budget_text(&budget));
                         measured.budgets.push(budget);
                     }
                     Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
@@ -123,4 +144,11 @@ impl Bench {
         }
         Ok(())
     }
+}
+
+/// A budget as the stage prints it: `38 MiB`, or `none found`.
+fn budget_text(budget: &Budget) -> String {
+    budget
+        .budget_bytes
+        .map_or("none found".to_owned(), |b| format!("{} MiB", b >> 20))
 }

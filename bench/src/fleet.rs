@@ -153,7 +153,7 @@ fn log_file(dir: &Path, name: &str) -> anyhow::Result<File> {
 }
 
 /// A command running `program`, inside `cgroup` if given.
-fn command_in(cgroup: Option<&Cgroup>, program: &Path) -> Command {
+pub(crate) fn command_in(cgroup: Option<&Cgroup>, program: &Path) -> Command {
     match cgroup {
         Some(group) => group.command(program),
         None => Command::new(program),

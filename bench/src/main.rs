@@ -131,6 +131,12 @@ struct Cli {
     /// limit the ring still runs in (see `kube_wasm_bench::budget`). Needs root.
     #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
     budget_n: Vec<usize>,
+    /// Controller counts of the edge fleet's budgets (the five examples round-robin, each
+    /// answering a change of its own every cycle; comma-separated; empty skips it): for each
+    /// N and each of native, wasm and wasm-suspend (see `kube_wasm_bench::edge`). Needs root,
+    /// --native-dir and --wasm-dir.
+    #[arg(long, value_delimiter = ',', default_value = "5")]
+    edge_budget_n: Vec<usize>,
     /// Measured ring cycles of each budget probe.
     #[arg(long, default_value_t = 10)]
     budget_cycles: u64,
@@ -323,8 +329,9 @@ async fn main() -> anyhow::Result<()> {
     context.push((
         "budget parameters".into(),
         format!(
-            "N = {:?}, {} measured cycles a probe; idle CPU of {} controllers over {} s; levers {:?} at N = {}",
+            "ring N = {:?}, edge fleet N = {:?}, {} measured cycles a probe; idle CPU of {} controllers over {} s; levers {:?} at N = {}",
             cli.budget_n,
+            cli.edge_budget_n,
             cli.budget_cycles,
             cli.idle_cpu_n,
             cli.idle_cpu_secs,
@@ -572,11 +579,30 @@ async fn main() -> anyhow::Result<()> {
         Ok(report)
     };
     checkpoint(&measured)?;
-    if !cli.budget_n.is_empty() || cli.idle_cpu_n > 0 || !cli.budget_levers.is_empty() {
+    let edge_builds = match (&cli.native_dir, &cli.wasm_dir) {
+        (Some(native_dir), Some(wasm_dir)) if !cli.edge_budget_n.is_empty() => {
+            Some(mixed::Builds {
+                native_dir: std::path::absolute(native_dir)?,
+                wasm_dir: std::path::absolute(wasm_dir)?,
+            })
+        }
+        _ => None,
+    };
+    if !cli.budget_n.is_empty()
+        || cli.idle_cpu_n > 0
+        || !cli.budget_levers.is_empty()
+        || edge_builds.is_some()
+    {
         cgroup::check_available().context("the budget and idle-CPU workloads need cgroups")?;
     }
     let plan = BudgetPlan {
         ns: cli.budget_n.clone(),
+        edge_ns: if edge_builds.is_some() {
+            cli.edge_budget_n.clone()
+        } else {
+            Vec::new()
+        },
+        edge_builds,
         variants: budget_variants,
         params: Params {
             warmup: 2,

@@ -16,8 +16,9 @@ use kube_wasm_e2e::kubeconfig_of;
 use kube_wasm_e2e::manifest::Entry;
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::Cgroup;
 use crate::cluster;
-use crate::fleet::{Fleet, Setup, Variant, host_manifest};
+use crate::fleet::{Fleet, Setup, Variant, command_in, host_manifest};
 use crate::memory::{self, Sample};
 use crate::workloads::Bench;
 
@@ -84,7 +85,7 @@ pub struct MixedRun {
 }
 
 /// The kind of instance `i` of a fleet of `kinds`.
-fn kind_of(kinds: &[&'static str], i: usize) -> &'static str {
+pub fn kind_of(kinds: &[&'static str], i: usize) -> &'static str {
     kinds[i % kinds.len()]
 }
 
@@ -159,7 +160,7 @@ impl Bench {
         let mut fleet_processes = match variant {
             Variant::Native | Variant::CombinedNative => {
                 let fleet = if variant == Variant::Native {
-                    start_native(&self.setup, kinds, &namespaces, builds, &dir)?
+                    start_native(&self.setup, kinds, &namespaces, builds, &dir, None)?
                 } else {
                     start_combined(&self.setup, kinds, &namespaces, builds, &dir)?
                 };
@@ -170,23 +171,7 @@ impl Bench {
                 fleet
             }
             _ => {
-                let entries: Vec<Entry> = namespaces
-                    .iter()
-                    .enumerate()
-                    .map(|(i, namespace)| {
-                        let kind = kind_of(kinds, i);
-                        let wasm = builds.wasm_dir.join(format!("{kind}.wasm"));
-                        let mut entry =
-                            Entry::with_wasm(&format!("{kind}-{i}"), &wasm).namespace(namespace);
-                        for (key, value) in own_env(kind, namespace) {
-                            entry = entry.env(key, value);
-                        }
-                        if variant == Variant::WasmSuspend {
-                            entry = entry.field(&self.setup.suspend_field());
-                        }
-                        entry
-                    })
-                    .collect();
+                let entries = host_entries(&self.setup, kinds, &namespaces, builds, variant);
                 let mut fleet = Fleet::start_host(&self.setup, &dir, |metrics| {
                     host_manifest(&self.setup, true, &entries, metrics)
                 })?;
@@ -222,19 +207,47 @@ impl Bench {
     }
 }
 
+/// The host's manifest entries of a fleet: instance `i`, of kind `i mod kinds`, named
+/// `<kind>-<i>` in namespace `i`, suspended when idle as `variant` says.
+pub fn host_entries(
+    setup: &Setup,
+    kinds: &[&'static str],
+    namespaces: &[String],
+    builds: &Builds,
+    variant: Variant,
+) -> Vec<Entry> {
+    namespaces
+        .iter()
+        .enumerate()
+        .map(|(i, namespace)| {
+            let kind = kind_of(kinds, i);
+            let wasm = builds.wasm_dir.join(format!("{kind}.wasm"));
+            let mut entry = Entry::with_wasm(&format!("{kind}-{i}"), &wasm).namespace(namespace);
+            for (key, value) in own_env(kind, namespace) {
+                entry = entry.env(key, value);
+            }
+            if variant == Variant::WasmSuspend {
+                entry = entry.field(&setup.suspend_field());
+            }
+            entry
+        })
+        .collect()
+}
+
 /// Starts one native process per namespace, instance `i` of kind `i mod kinds`, each with a
-/// kubeconfig defaulting to its namespace.
-fn start_native(
+/// kubeconfig defaulting to its namespace, inside `cgroup` if given.
+pub fn start_native(
     setup: &Setup,
     kinds: &[&'static str],
     namespaces: &[String],
     builds: &Builds,
     dir: &Path,
+    cgroup: Option<&Cgroup>,
 ) -> anyhow::Result<Fleet> {
     let mut commands = Vec::with_capacity(namespaces.len());
     for (i, namespace) in namespaces.iter().enumerate() {
         let kind = kind_of(kinds, i);
-        let mut command = Command::new(builds.native_dir.join(kind));
+        let mut command = command_in(cgroup, &builds.native_dir.join(kind));
         command
             .env(
                 "KUBECONFIG",

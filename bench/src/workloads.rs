@@ -195,12 +195,60 @@ fn links(prefix: &str, n: usize) -> Vec<Link> {
         .collect()
 }
 
-fn ms(micros: u64) -> f64 {
+pub(crate) fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
 
+/// A launch's settle time: sleeps `settle` in [`SETTLE_WINDOWS`] equal windows; the CPU
+/// time `cgroup` used in each, in ns (empty without a group).
+///
+/// # Errors
+/// If the group's CPU accounting cannot be read.
+pub(crate) async fn settle_in(
+    cgroup: Option<&Cgroup>,
+    settle: Duration,
+) -> anyhow::Result<Vec<u64>> {
+    let mut windows = Vec::with_capacity(SETTLE_WINDOWS as usize);
+    let mut window_start = cgroup.map(Cgroup::cpu_ns).transpose()?;
+    for _ in 0..SETTLE_WINDOWS {
+        tokio::time::sleep(settle / SETTLE_WINDOWS).await;
+        if let (Some(group), Some(before)) = (cgroup, window_start) {
+            let now = group.cpu_ns()?;
+            windows.push(now.saturating_sub(before));
+            window_start = Some(now);
+        }
+    }
+    Ok(windows)
+}
+
+/// What `cgroup` measured over a launch, at its end: the limit, what it charged at idle
+/// (`idle`), its peak and OOM kills, and the settle time's CPU windows (from [`settle_in`]);
+/// `None` without a group.
+///
+/// # Errors
+/// If the group's files cannot be read.
+pub(crate) fn cgroup_figures(
+    cgroup: Option<&Cgroup>,
+    idle: Option<Charged>,
+    settle_cpu_windows_ns: Vec<u64>,
+    settle: Duration,
+) -> anyhow::Result<Option<CgroupFigures>> {
+    let (Some(group), Some(idle)) = (cgroup, idle) else {
+        return Ok(None);
+    };
+    Ok(Some(CgroupFigures {
+        limit: group.limit(),
+        idle,
+        peak: group.peak()?,
+        oom_kills: group.oom_kills()?,
+        settle_cpu_ns: settle_cpu_windows_ns.iter().sum(),
+        settle_cpu_windows_ns,
+        settle_ms: settle.as_millis() as u64,
+    }))
+}
+
 /// Samples `fleet`'s memory every second on a blocking thread until `stop` is set.
-fn sample_while(
+pub(crate) fn sample_while(
     pids: Vec<u32>,
     stop: Arc<AtomicBool>,
 ) -> tokio::task::JoinHandle<anyhow::Result<Vec<Sample>>> {
@@ -222,7 +270,7 @@ fn sample_while(
 impl Bench {
     /// The controllers' requests between two marks of the audit log, or `None` (with a
     /// warning) if they cannot be read: a figure that was not measured is not made up.
-    fn requests(&self, from: audit::Mark, to: audit::Mark) -> Option<Requests> {
+    pub(crate) fn requests(&self, from: audit::Mark, to: audit::Mark) -> Option<Requests> {
         match audit::requests_between(&self.audit_log, from, to) {
             Ok(requests) => Some(requests),
             Err(err) => {
@@ -232,7 +280,7 @@ impl Bench {
         }
     }
 
-    fn launch_dir(&self, name: &str) -> std::path::PathBuf {
+    pub(crate) fn launch_dir(&self, name: &str) -> std::path::PathBuf {
         self.logs.join(name)
     }
 
@@ -313,18 +361,7 @@ impl Bench {
             cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
         }
 
-        let settle_cpu = cgroup.map(Cgroup::cpu_ns).transpose()?;
-        let mut settle_cpu_windows_ns = Vec::with_capacity(SETTLE_WINDOWS as usize);
-        let mut window_start = settle_cpu;
-        for _ in 0..SETTLE_WINDOWS {
-            tokio::time::sleep(p.settle / SETTLE_WINDOWS).await;
-            if let (Some(group), Some(before)) = (cgroup, window_start) {
-                let now = group.cpu_ns()?;
-                settle_cpu_windows_ns.push(now.saturating_sub(before));
-                window_start = Some(now);
-            }
-        }
-        let settle_cpu_ns: u64 = settle_cpu_windows_ns.iter().sum();
+        let settle_cpu_windows_ns = settle_in(cgroup, p.settle).await?;
         let idle = fleet.idle_memory().await?;
         let idle_charged = cgroup.map(Cgroup::charged).transpose()?;
         let host_idle = fleet.host_metrics()?;
@@ -371,18 +408,7 @@ impl Bench {
         measured?;
         fleet.check_alive()?;
         let host_end = fleet.host_metrics()?;
-        let cgroup = match (cgroup, idle_charged) {
-            (Some(group), Some(idle)) => Some(CgroupFigures {
-                limit: group.limit(),
-                idle,
-                peak: group.peak()?,
-                oom_kills: group.oom_kills()?,
-                settle_cpu_ns,
-                settle_cpu_windows_ns,
-                settle_ms: p.settle.as_millis() as u64,
-            }),
-            _ => None,
-        };
+        let cgroup = cgroup_figures(cgroup, idle_charged, settle_cpu_windows_ns, p.settle)?;
         fleet.stop(Duration::from_secs(15))?;
         let audit_to = audit::mark(&self.audit_log)?;
         let requests = self.requests(audit_from, audit_to);

@@ -25,9 +25,9 @@ fn judged_n(m: &Measured) -> Option<usize> {
     }
 }
 
-/// The budget ratio of `variant` to native at `n` against `target`.
+/// The budget ratio of `variant` to native of the ring at 1,000 (else the largest N
+/// measured) against `target`.
 fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
-    let target_text = format!("≤ {:.0} % of native's budget", target * 100.0);
     let what = |n: usize| {
         format!(
             "memory budget of {n} ring controllers, {}, vs {n} native processes",
@@ -35,17 +35,71 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
         )
     };
     let Some(n) = judged_n(m) else {
-        return Goal {
-            goal: what(1000),
-            target: target_text,
-            measured: "not measured: the budget workload did not run (--budget-n)".into(),
-            holds: None,
-        };
+        return not_run(
+            what(1000),
+            target,
+            "the budget workload did not run (--budget-n)",
+        );
     };
-    let pair = (m.budget(Variant::Native, n), m.budget(variant, n));
-    let (Some(native), Some(wasm)) = pair else {
+    budget_ratio(
+        what(n),
+        target,
+        m.budget(Variant::Native, n),
+        m.budget(variant, n),
+        n,
+    )
+}
+
+/// The budget ratio of `variant` to native of the edge fleet at the largest N measured
+/// against `target`.
+fn edge_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
+    let what = |n: usize| {
+        format!(
+            "memory budget of the edge fleet (the five examples, N = {n}), {}, vs native",
+            variant.label()
+        )
+    };
+    let Some(n) = m.edge_budgets.iter().map(|b| b.n).max() else {
+        return not_run(
+            what(5),
+            target,
+            "the edge budgets did not run (--edge-budget-n)",
+        );
+    };
+    budget_ratio(
+        what(n),
+        target,
+        m.edge_budget(Variant::Native, n),
+        m.edge_budget(variant, n),
+        n,
+    )
+}
+
+fn ratio_target(target: f64) -> String {
+    format!("≤ {:.0} % of native's budget", target * 100.0)
+}
+
+fn not_run(goal: String, target: f64, why: &str) -> Goal {
+    Goal {
+        goal,
+        target: ratio_target(target),
+        measured: format!("not measured: {why}"),
+        holds: None,
+    }
+}
+
+/// The goal `goal`: `wasm`'s budget ≤ `target` × `native`'s, both at `n`.
+fn budget_ratio(
+    goal: String,
+    target: f64,
+    native: Option<&Budget>,
+    wasm: Option<&Budget>,
+    n: usize,
+) -> Goal {
+    let target_text = ratio_target(target);
+    let (Some(native), Some(wasm)) = (native, wasm) else {
         return Goal {
-            goal: what(n),
+            goal,
             target: target_text,
             measured: format!("not measured at N = {n}"),
             holds: None,
@@ -55,7 +109,7 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
         (Some(native_bytes), Some(wasm_bytes)) => {
             let ratio = wasm_bytes as f64 / native_bytes as f64;
             Goal {
-                goal: what(n),
+                goal,
                 target: target_text,
                 measured: format!(
                     "{:.1} % ({:.0} vs {:.0} MiB)",
@@ -67,7 +121,7 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
             }
         }
         _ => Goal {
-            goal: what(n),
+            goal,
             target: target_text,
             measured: "no limit that held was found for one of them (see the probes)".into(),
             holds: Some(false),
@@ -105,6 +159,8 @@ pub fn goals(m: &Measured) -> Vec<Goal> {
     vec![
         ratio_goal(m, Variant::Wasm, 0.05),
         ratio_goal(m, Variant::WasmSuspend, 0.02),
+        edge_goal(m, Variant::Wasm, 0.30),
+        edge_goal(m, Variant::WasmSuspend, 0.30),
         cpu_goal(m, Variant::Wasm),
         cpu_goal(m, Variant::WasmSuspend),
     ]
@@ -114,27 +170,14 @@ fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / MIB)
 }
 
-/// The section of `report.md`: each budget with its unconstrained figures (PSS next to what
-/// the kernel charged, anonymous and file-backed), the probes, and the idle CPU.
-pub fn section(m: &Measured) -> String {
-    let mut s = String::new();
-    if m.budgets.is_empty()
-        && m.idle_cpu.is_empty()
-        && m.lever_judgements.is_empty()
-        && m.incomplete.is_empty()
-    {
-        return s;
-    }
-    s.push_str("\n## Memory budgets (cgroup limits)\n\n");
-    s.push_str(
-        "The smallest cgroup memory limit (no swap) each fleet still runs in: nothing \
-         OOM-killed, every ring cycle through every controller, event→reconcile p99 within 2× \
-         the same variant's without a limit; bisected to 5 %. Unconstrained: PSS (smaps_rollup) \
-         next to what the kernel charged the group at idle, anonymous and file-backed.\n\n\
-         | variant | N | budget MiB | unconstrained p99 ms | idle PSS MiB | idle anon MiB | \
-         idle file MiB | peak MiB | probes |\n|---|---|---|---|---|---|---|---|---|\n",
-    );
-    for b in &m.budgets {
+/// The head of a table of budgets ([`budget_rows`]).
+const BUDGET_HEADER: &str = "| variant | N | budget MiB | unconstrained p99 ms | idle PSS MiB \
+     | idle anon MiB | idle file MiB | peak MiB | probes |\n|---|---|---|---|---|---|---|---|---|\n";
+
+/// One row of the budgets table for each of `budgets`: the budget, its unconstrained
+/// figures (PSS next to what the kernel charged the group at idle) and the probes.
+fn budget_rows(s: &mut String, budgets: &[Budget]) {
+    for b in budgets {
         let c = b.unconstrained.cgroup.as_ref();
         let probes: Vec<String> = b
             .probes
@@ -154,6 +197,41 @@ pub fn section(m: &Measured) -> String {
             c.map_or("-".into(), |c| mib(c.peak)),
             probes.join(", ")
         );
+    }
+}
+
+/// The section of `report.md`: each budget with its unconstrained figures (PSS next to what
+/// the kernel charged, anonymous and file-backed), the probes, and the idle CPU.
+pub fn section(m: &Measured) -> String {
+    let mut s = String::new();
+    if m.budgets.is_empty()
+        && m.edge_budgets.is_empty()
+        && m.idle_cpu.is_empty()
+        && m.lever_judgements.is_empty()
+        && m.incomplete.is_empty()
+    {
+        return s;
+    }
+    s.push_str("\n## Memory budgets (cgroup limits)\n\n");
+    s.push_str(
+        "The smallest cgroup memory limit (no swap) each fleet still runs in: nothing \
+         OOM-killed, every ring cycle through every controller, event→reconcile p99 within 2× \
+         the same variant's without a limit; bisected to 5 %. Unconstrained: PSS (smaps_rollup) \
+         next to what the kernel charged the group at idle, anonymous and file-backed.\n\n",
+    );
+    s.push_str(BUDGET_HEADER);
+    budget_rows(&mut s, &m.budgets);
+    if !m.edge_budgets.is_empty() {
+        s.push_str(
+            "\n### The edge fleet\n\nThe five examples, N instances round-robin, each in its own \
+             namespace. A cycle is one change to every instance (a ConfigMap, or a \
+             ConfigMapGenerator, of its own) and each controller's answer (a mirror Secret, a \
+             generated or dependent ConfigMap, a store summary or a watch log listing it; \
+             store-reader writes its summary once a second); the p99 is over every instance's \
+             latency in every measured cycle.\n\n",
+        );
+        s.push_str(BUDGET_HEADER);
+        budget_rows(&mut s, &m.edge_budgets);
     }
     s.push_str(&super::scale::section(m));
     if !m.idle_cpu.is_empty() {
@@ -291,5 +369,47 @@ mod tests {
             "{s}"
         );
         assert!(section(&Measured::default()).is_empty());
+    }
+
+    fn edge(variant: Variant, n: usize, mib: Option<u64>) -> Budget {
+        Budget {
+            fleet: "edge".into(),
+            variant,
+            n,
+            unconstrained: crate::workloads::RingRun::empty(variant, n),
+            unconstrained_p99_ms: 40.0,
+            probes: Vec::new(),
+            budget_bytes: mib.map(|mib| mib << 20),
+        }
+    }
+
+    #[test]
+    fn the_edge_goal_compares_the_edge_fleets_alone_at_their_largest_n() {
+        let m = Measured {
+            edge_budgets: vec![
+                edge(Variant::Native, 5, Some(100)),
+                edge(Variant::Wasm, 5, Some(90)),
+                edge(Variant::Native, 10, Some(200)),
+                edge(Variant::Wasm, 10, Some(60)),
+                edge(Variant::WasmSuspend, 10, None),
+            ],
+            // A ring budget of the same N and variant must not be taken for the edge fleet's.
+            budgets: vec![edge(Variant::Wasm, 10, Some(1))],
+            ..Measured::default()
+        };
+        let wasm = edge_goal(&m, Variant::Wasm, 0.30);
+        assert_eq!(wasm.holds, Some(true), "{wasm:?}");
+        assert!(wasm.goal.contains("N = 10"), "{wasm:?}");
+        assert!(
+            wasm.measured.starts_with("30.0 % (60 vs 200 MiB)"),
+            "{wasm:?}"
+        );
+        let suspended = edge_goal(&m, Variant::WasmSuspend, 0.30);
+        assert_eq!(suspended.holds, Some(false), "no limit held: {suspended:?}");
+        let none = edge_goal(&Measured::default(), Variant::Wasm, 0.30);
+        assert_eq!(none.holds, None);
+        let s = section(&m);
+        assert!(s.contains("### The edge fleet"), "{s}");
+        assert!(s.contains("| wasm | 10 | 60.0 |"), "{s}");
     }
 }

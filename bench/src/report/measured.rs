@@ -51,9 +51,12 @@ pub struct Measured {
     pub replicas: Option<ReplicasRun>,
     /// Why it did not, if it did not.
     pub replicas_skipped: Option<String>,
-    /// The budget workload's budgets (empty when it did not run).
+    /// The budget workload's budgets of the ring (empty when it did not run).
     #[serde(default)]
     pub budgets: Vec<Budget>,
+    /// The edge fleet's budgets (empty when they were not measured; see [`crate::edge`]).
+    #[serde(default)]
+    pub edge_budgets: Vec<Budget>,
     /// The idle-CPU workload's launches (empty when it did not run).
     #[serde(default)]
     pub idle_cpu: Vec<IdleCpu>,
@@ -73,6 +76,13 @@ impl Measured {
             .iter()
             .find(|u| u.variant == v)
             .map(|u| u.reason.as_str())
+    }
+
+    /// The budget of the edge fleet of `n` controllers as `variant`, if it was measured.
+    pub fn edge_budget(&self, variant: Variant, n: usize) -> Option<&Budget> {
+        self.edge_budgets
+            .iter()
+            .find(|b| b.variant == variant && b.n == n)
     }
 
     /// The budget of the ring of `n` controllers as `variant`, if it was measured.

@@ -1,0 +1,185 @@
+//! The **edge fleet's budget** (issue #44): the five examples ([`EXAMPLES`]; N instances,
+//! kinds round-robin, each in its own namespace) under a memory limit, bisected as the ring's
+//! ([`crate::budget`]). A cycle is one change to every instance, each answered by its
+//! controller ([`crate::reactions`]): a limit holds when nothing is OOM-killed, every instance
+//! answers every cycle's change within the cycle timeout, and the p99 of the instances'
+//! event→reconcile latencies stays within twice the same variant's without a limit.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::audit;
+use crate::budget::{Budget, bisect, in_group};
+use crate::cgroup::Cgroup;
+use crate::cluster::{self, now_micros};
+use crate::fleet::{Fleet, Variant, host_manifest};
+use crate::memory;
+use crate::mixed::{Builds, EXAMPLES, host_entries, kind_of, start_native};
+use crate::reactions::{self, Seen};
+use crate::workloads::{Bench, Params, RingRun, cgroup_figures, ms, sample_while, settle_in};
+
+impl Bench {
+    /// Finds the memory budget of the edge fleet of `n` controllers as `variant` (native,
+    /// wasm or wasm-suspend; see the module docs); `tag` makes its namespaces and groups
+    /// unique. Applies the ConfigMapGenerator CRD first.
+    ///
+    /// # Errors
+    /// If a build is missing, the CRD is refused or the unconstrained launch fails.
+    pub async fn edge_budget(
+        &self,
+        variant: Variant,
+        n: usize,
+        builds: &Builds,
+        p: &Params,
+        tag: &str,
+    ) -> anyhow::Result<Budget> {
+        for kind in EXAMPLES {
+            crate::workloads::require_file(&builds.native_dir.join(kind), "a native build")?;
+            crate::workloads::require_file(
+                &builds.wasm_dir.join(format!("{kind}.wasm")),
+                "a module",
+            )?;
+        }
+        self.apply_generator_crd().await?;
+        bisect("edge", variant, n, p, tag, async |tag, p, limit| {
+            in_group(tag, limit, async |group| {
+                self.edge_in(variant, n, builds, tag, p, group).await
+            })
+            .await
+        })
+        .await
+    }
+
+    /// One launch of the edge fleet in `cgroup`: start-up to the first cycle answered, the
+    /// warm-up cycles, the settle time (idle memory and CPU), then the measured cycles. In
+    /// the returned launch, `ring_ms` holds each measured cycle's duration and `reconcile_ms`
+    /// every instance's latency in every measured cycle.
+    ///
+    /// # Errors
+    /// If a controller dies, an answer does not come within its timeout or the cluster
+    /// refuses a request.
+    async fn edge_in(
+        &self,
+        variant: Variant,
+        n: usize,
+        builds: &Builds,
+        tag: &str,
+        p: &Params,
+        cgroup: &Cgroup,
+    ) -> anyhow::Result<RingRun> {
+        let namespaces: Vec<String> = (0..n).map(|i| format!("{tag}-{i}")).collect();
+        for namespace in &namespaces {
+            cluster::create_namespace(&self.client, namespace).await?;
+        }
+        let mut seen = reactions::watch(&self.client, &format!("{tag}-"));
+        let dir = self.launch_dir(tag);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let audit_from = audit::mark(&self.audit_log)?;
+        let started = Instant::now();
+        let setup = &self.setup;
+        let mut fleet = match variant {
+            Variant::Native => {
+                start_native(setup, &EXAMPLES, &namespaces, builds, &dir, Some(cgroup))?
+            }
+            Variant::Wasm | Variant::WasmSuspend => {
+                let entries = host_entries(setup, &EXAMPLES, &namespaces, builds, variant);
+                Fleet::start_host_in(
+                    setup,
+                    &dir,
+                    |metrics| host_manifest(setup, true, &entries, metrics),
+                    Some(cgroup),
+                )?
+            }
+            other => bail!("the edge budget runs native, wasm and wasm-suspend, not {other:?}"),
+        };
+
+        let mut cycle = 0;
+        self.edge_cycle(&mut seen, &namespaces, cycle, p.startup_timeout)
+            .await
+            .with_context(|| format!("{} edge N={n}: the first cycle", variant.label()))?;
+        let startup_ms = started.elapsed().as_secs_f64() * 1000.0;
+        fleet.check_alive()?;
+        for _ in 1..p.warmup {
+            cycle += 1;
+            self.edge_cycle(&mut seen, &namespaces, cycle, p.cycle_timeout)
+                .await?;
+        }
+
+        let settle_cpu_windows_ns = settle_in(Some(cgroup), p.settle).await?;
+        let idle = fleet.idle_memory().await?;
+        let idle_charged = Some(cgroup.charged()?);
+        let host_idle = fleet.host_metrics()?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = sample_while(fleet.pids(), stop.clone());
+        let mut ring_ms = Vec::new();
+        let mut reconcile_ms = Vec::new();
+        let measured = async {
+            for _ in 0..p.cycles {
+                cycle += 1;
+                let t0 = now_micros();
+                let latencies = self
+                    .edge_cycle(&mut seen, &namespaces, cycle, p.cycle_timeout)
+                    .await?;
+                ring_ms.push(ms(now_micros().saturating_sub(t0)));
+                reconcile_ms.extend(latencies);
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        stop.store(true, Ordering::Relaxed);
+        let load_samples = sampler.await.context("the memory sampler")??;
+        measured?;
+        fleet.check_alive()?;
+        let host_end = fleet.host_metrics()?;
+        let cgroup = cgroup_figures(Some(cgroup), idle_charged, settle_cpu_windows_ns, p.settle)?;
+        fleet.stop(Duration::from_secs(15))?;
+        let audit_to = audit::mark(&self.audit_log)?;
+        let load_max = load_samples
+            .iter()
+            .copied()
+            .max_by_key(|s| s.pss_kib)
+            .unwrap_or_default();
+        Ok(RingRun {
+            variant,
+            n,
+            run: 0,
+            startup_ms,
+            idle,
+            load: memory::median(&load_samples),
+            load_max,
+            ring_ms,
+            reconcile_ms,
+            requests: self.requests(audit_from, audit_to),
+            host_idle,
+            host_end,
+            cgroup,
+        })
+    }
+
+    /// Cycle `cycle`: one change to every instance (`namespaces[i]` runs kind `i mod 5`),
+    /// then every answer within `timeout`; each instance's latency in ms.
+    async fn edge_cycle(
+        &self,
+        seen: &mut UnboundedReceiver<Seen>,
+        namespaces: &[String],
+        cycle: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<Vec<f64>> {
+        let mut pending = HashMap::with_capacity(namespaces.len());
+        for (i, namespace) in namespaces.iter().enumerate() {
+            let since = now_micros();
+            let kind = kind_of(&EXAMPLES, i);
+            let reaction = reactions::stimulate(&self.client, kind, namespace, cycle).await?;
+            pending.insert(namespace.clone(), (reaction, since));
+        }
+        reactions::await_all(seen, pending, timeout)
+            .await
+            .with_context(|| format!("cycle {cycle}"))
+    }
+}
