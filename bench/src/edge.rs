@@ -6,8 +6,6 @@
 //! event→reconcile latencies stays within twice the same variant's without a limit.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -18,10 +16,9 @@ use crate::budget::{Budget, bisect, in_group};
 use crate::cgroup::Cgroup;
 use crate::cluster::{self, now_micros};
 use crate::fleet::{Fleet, Variant, host_manifest};
-use crate::memory;
 use crate::mixed::{Builds, EXAMPLES, host_entries, kind_of, start_native};
 use crate::reactions::{self, Seen};
-use crate::workloads::{Bench, Params, RingRun, cgroup_figures, ms, sample_while, settle_in};
+use crate::workloads::{Bench, Params, RingRun, Started, ms};
 
 impl Bench {
     /// Finds the memory budget of the edge fleet of `n` controllers as `variant` (native,
@@ -38,13 +35,7 @@ impl Bench {
         p: &Params,
         tag: &str,
     ) -> anyhow::Result<Budget> {
-        for kind in EXAMPLES {
-            crate::workloads::require_file(&builds.native_dir.join(kind), "a native build")?;
-            crate::workloads::require_file(
-                &builds.wasm_dir.join(format!("{kind}.wasm")),
-                "a module",
-            )?;
-        }
+        builds.require(&EXAMPLES)?;
         self.apply_generator_crd().await?;
         bisect("edge", variant, n, p, tag, async |tag, p, limit| {
             in_group(tag, limit, async |group| {
@@ -56,9 +47,9 @@ impl Bench {
     }
 
     /// One launch of the edge fleet in `cgroup`: start-up to the first cycle answered, the
-    /// warm-up cycles, the settle time (idle memory and CPU), then the measured cycles. In
-    /// the returned launch, `ring_ms` holds each measured cycle's duration and `reconcile_ms`
-    /// every instance's latency in every measured cycle.
+    /// warm-up cycles, then [`Bench::settle_and_measure`]. In the returned launch, `ring_ms`
+    /// holds each measured cycle's duration and `reconcile_ms` every instance's latency in
+    /// every measured cycle.
     ///
     /// # Errors
     /// If a controller dies, an answer does not come within its timeout or the cluster
@@ -110,56 +101,23 @@ impl Bench {
                 .await?;
         }
 
-        let settle_cpu_windows_ns = settle_in(Some(cgroup), p.settle).await?;
-        let idle = fleet.idle_memory().await?;
-        let idle_charged = Some(cgroup.charged()?);
-        let host_idle = fleet.host_metrics()?;
-
-        let stop = Arc::new(AtomicBool::new(false));
-        let sampler = sample_while(fleet.pids(), stop.clone());
-        let mut ring_ms = Vec::new();
-        let mut reconcile_ms = Vec::new();
-        let measured = async {
-            for _ in 0..p.cycles {
-                cycle += 1;
-                let t0 = now_micros();
-                let latencies = self
-                    .edge_cycle(&mut seen, &namespaces, cycle, p.cycle_timeout)
-                    .await?;
-                ring_ms.push(ms(now_micros().saturating_sub(t0)));
-                reconcile_ms.extend(latencies);
-            }
-            anyhow::Ok(())
-        }
-        .await;
-        stop.store(true, Ordering::Relaxed);
-        let load_samples = sampler.await.context("the memory sampler")??;
-        measured?;
-        fleet.check_alive()?;
-        let host_end = fleet.host_metrics()?;
-        let cgroup = cgroup_figures(Some(cgroup), idle_charged, settle_cpu_windows_ns, p.settle)?;
-        fleet.stop(Duration::from_secs(15))?;
-        let audit_to = audit::mark(&self.audit_log)?;
-        let load_max = load_samples
-            .iter()
-            .copied()
-            .max_by_key(|s| s.pss_kib)
-            .unwrap_or_default();
-        Ok(RingRun {
+        let started = Started {
             variant,
             n,
             run: 0,
             startup_ms,
-            idle,
-            load: memory::median(&load_samples),
-            load_max,
-            ring_ms,
-            reconcile_ms,
-            requests: self.requests(audit_from, audit_to),
-            host_idle,
-            host_end,
-            cgroup,
-        })
+            audit_from,
+        };
+        let measured_cycle = async || {
+            cycle += 1;
+            let t0 = now_micros();
+            let latencies = self
+                .edge_cycle(&mut seen, &namespaces, cycle, p.cycle_timeout)
+                .await?;
+            anyhow::Ok((ms(now_micros().saturating_sub(t0)), latencies))
+        };
+        self.settle_and_measure(fleet, started, p, Some(cgroup), measured_cycle)
+            .await
     }
 
     /// Cycle `cycle`: one change to every instance (`namespaces[i]` runs kind `i mod 5`),

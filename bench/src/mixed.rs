@@ -67,6 +67,23 @@ pub struct Builds {
     pub wasm_dir: PathBuf,
 }
 
+impl Builds {
+    /// Fails unless every kind of `kinds` is built, natively and as a module.
+    ///
+    /// # Errors
+    /// Naming the first build missing.
+    pub fn require(&self, kinds: &[&str]) -> anyhow::Result<()> {
+        for kind in kinds {
+            crate::workloads::require_file(&self.native_dir.join(kind), "a native build")?;
+            crate::workloads::require_file(
+                &self.wasm_dir.join(format!("{kind}.wasm")),
+                "a module",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// One launch of a fleet of distinct controllers.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MixedRun {
@@ -108,13 +125,7 @@ impl Bench {
             &builds.native_dir.join(COMBINED_NATIVE),
             "the combined native build",
         )?;
-        for kind in kinds {
-            crate::workloads::require_file(&builds.native_dir.join(kind), "a native build")?;
-            crate::workloads::require_file(
-                &builds.wasm_dir.join(format!("{kind}.wasm")),
-                "a module",
-            )?;
-        }
+        builds.require(kinds)?;
         let mut runs = Vec::new();
         let variants = [
             Variant::Native,

@@ -195,6 +195,20 @@ fn links(prefix: &str, n: usize) -> Vec<Link> {
         .collect()
 }
 
+/// How a launch began, for [`Bench::settle_and_measure`].
+pub(crate) struct Started {
+    /// The variant.
+    pub variant: Variant,
+    /// Controllers.
+    pub n: usize,
+    /// Run index.
+    pub run: usize,
+    /// From starting the processes to the end of the first cycle, in ms.
+    pub startup_ms: f64,
+    /// The audit log before the processes started.
+    pub audit_from: audit::Mark,
+}
+
 pub(crate) fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }
@@ -204,10 +218,7 @@ pub(crate) fn ms(micros: u64) -> f64 {
 ///
 /// # Errors
 /// If the group's CPU accounting cannot be read.
-pub(crate) async fn settle_in(
-    cgroup: Option<&Cgroup>,
-    settle: Duration,
-) -> anyhow::Result<Vec<u64>> {
+async fn settle_in(cgroup: Option<&Cgroup>, settle: Duration) -> anyhow::Result<Vec<u64>> {
     let mut windows = Vec::with_capacity(SETTLE_WINDOWS as usize);
     let mut window_start = cgroup.map(Cgroup::cpu_ns).transpose()?;
     for _ in 0..SETTLE_WINDOWS {
@@ -227,7 +238,7 @@ pub(crate) async fn settle_in(
 ///
 /// # Errors
 /// If the group's files cannot be read.
-pub(crate) fn cgroup_figures(
+fn cgroup_figures(
     cgroup: Option<&Cgroup>,
     idle: Option<Charged>,
     settle_cpu_windows_ns: Vec<u64>,
@@ -248,7 +259,7 @@ pub(crate) fn cgroup_figures(
 }
 
 /// Samples `fleet`'s memory every second on a blocking thread until `stop` is set.
-pub(crate) fn sample_while(
+fn sample_while(
     pids: Vec<u32>,
     stop: Arc<AtomicBool>,
 ) -> tokio::task::JoinHandle<anyhow::Result<Vec<Sample>>> {
@@ -345,7 +356,7 @@ impl Bench {
         let last = format!("{tag}-{n}");
         let mut arrivals = cluster::watch_arrivals(&self.client, &last);
         let audit_from = audit::mark(&self.audit_log)?;
-        let started = Instant::now();
+        let launched = Instant::now();
         let mut fleet = Fleet::start_in(setup, variant, &links, &self.launch_dir(tag), cgroup)?;
 
         let mut nonce = 1;
@@ -353,7 +364,7 @@ impl Bench {
         cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.startup_timeout)
             .await
             .with_context(|| format!("{} N={n}: the first cycle", variant.label()))?;
-        let startup_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let startup_ms = launched.elapsed().as_secs_f64() * 1000.0;
         fleet.check_alive()?;
         for _ in 1..p.warmup {
             nonce += 1;
@@ -361,6 +372,63 @@ impl Bench {
             cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
         }
 
+        let second = Api::<DynamicObject>::namespaced_with(
+            self.client.clone(),
+            &format!("{tag}-1"),
+            &cluster::ring_resource(),
+        );
+        let started = Started {
+            variant,
+            n,
+            run,
+            startup_ms,
+            audit_from,
+        };
+        let measured_cycle = async || {
+            nonce += 1;
+            let t0 = cluster::now_micros();
+            cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;
+            let arrived =
+                cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
+            let copy = second
+                .get(RING_NAME)
+                .await
+                .context("reading the first copy")?;
+            let stamp = copy
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(RECONCILED_AT))
+                .and_then(|v| v.parse::<u64>().ok());
+            let mut reconciled = Vec::new();
+            if copy.data["spec"]["nonce"].as_u64() == Some(nonce)
+                && let Some(stamp) = stamp
+                && stamp >= t0
+            {
+                reconciled.push(ms(stamp - t0));
+            }
+            anyhow::Ok((ms(arrived.at_micros.saturating_sub(t0)), reconciled))
+        };
+        self.settle_and_measure(fleet, started, p, cgroup, measured_cycle)
+            .await
+    }
+
+    /// The rest of a launch once its first and warm-up cycles are through: the settle time
+    /// (the group's CPU in windows, then the idle memory, what the group charged and the
+    /// host's metrics), `p.cycles` measured cycles with the fleet's memory sampled every
+    /// second, then the fleet stopped and its upstream requests counted. `cycle` runs one
+    /// measured cycle: its duration and the event→reconcile latencies it measured, in ms.
+    ///
+    /// # Errors
+    /// If a cycle fails, a controller died, or the group or `/proc` cannot be read.
+    pub(crate) async fn settle_and_measure(
+        &self,
+        mut fleet: Fleet,
+        started: Started,
+        p: &Params,
+        cgroup: Option<&Cgroup>,
+        mut cycle: impl AsyncFnMut() -> anyhow::Result<(f64, Vec<f64>)>,
+    ) -> anyhow::Result<RingRun> {
         let settle_cpu_windows_ns = settle_in(cgroup, p.settle).await?;
         let idle = fleet.idle_memory().await?;
         let idle_charged = cgroup.map(Cgroup::charged).transpose()?;
@@ -368,37 +436,13 @@ impl Bench {
 
         let stop = Arc::new(AtomicBool::new(false));
         let sampler = sample_while(fleet.pids(), stop.clone());
-        let second = Api::<DynamicObject>::namespaced_with(
-            self.client.clone(),
-            &format!("{tag}-1"),
-            &cluster::ring_resource(),
-        );
         let mut ring_ms = Vec::new();
         let mut reconcile_ms = Vec::new();
         let measured = async {
             for _ in 0..p.cycles {
-                nonce += 1;
-                let t0 = cluster::now_micros();
-                cluster::write_nonce(&self.client, &first, RING_NAME, nonce).await?;
-                let arrived =
-                    cluster::wait_for(&mut arrivals, RING_NAME, nonce, p.cycle_timeout).await?;
-                ring_ms.push(ms(arrived.at_micros.saturating_sub(t0)));
-                let copy = second
-                    .get(RING_NAME)
-                    .await
-                    .context("reading the first copy")?;
-                let stamp = copy
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(RECONCILED_AT))
-                    .and_then(|v| v.parse::<u64>().ok());
-                if copy.data["spec"]["nonce"].as_u64() == Some(nonce)
-                    && let Some(stamp) = stamp
-                    && stamp >= t0
-                {
-                    reconcile_ms.push(ms(stamp - t0));
-                }
+                let (duration, latencies) = cycle().await?;
+                ring_ms.push(duration);
+                reconcile_ms.extend(latencies);
             }
             anyhow::Ok(())
         }
@@ -411,23 +455,22 @@ impl Bench {
         let cgroup = cgroup_figures(cgroup, idle_charged, settle_cpu_windows_ns, p.settle)?;
         fleet.stop(Duration::from_secs(15))?;
         let audit_to = audit::mark(&self.audit_log)?;
-        let requests = self.requests(audit_from, audit_to);
         let load_max = load_samples
             .iter()
             .copied()
             .max_by_key(|s| s.pss_kib)
             .unwrap_or_default();
         Ok(RingRun {
-            variant,
-            n,
-            run,
-            startup_ms,
+            variant: started.variant,
+            n: started.n,
+            run: started.run,
+            startup_ms: started.startup_ms,
             idle,
             load: memory::median(&load_samples),
             load_max,
             ring_ms,
             reconcile_ms,
-            requests,
+            requests: self.requests(started.audit_from, audit_to),
             host_idle,
             host_end,
             cgroup,
