@@ -3,7 +3,8 @@
 //! ([`crate::cgroup`]: N native processes together, or the one host) under a memory limit,
 //! without swap; a limit **holds** when nothing is OOM-killed, every controller reconciles
 //! every change (each ring cycle passes through all N controllers within the cycle timeout),
-//! and event→reconcile p99 stays within twice the same variant's p99 without a limit.
+//! and event→reconcile p99 stays within twice the same variant's p99 without a limit (in a
+//! fleet of distinct kinds, [`crate::edge`], each kind's p99 within twice its own).
 //! Bisection finds the smallest limit that holds, to [`TOLERANCE`]:
 //!
 //! 1. one launch in a group without a limit measures the unconstrained p99 and what the
@@ -22,6 +23,7 @@
 //! whichever process read them first. The **idle CPU** workload runs the same fleet
 //! unconstrained and reports the group's CPU time over a long settle, per hour.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -133,17 +135,71 @@ enum Attempt {
     Failed(String),
 }
 
-/// Judges a launch that reached every cycle without a kill by its event→reconcile `p99` (ms)
-/// against `bound`. A limit at or above the unconstrained launch's peak (`above_peak`)
-/// constrained nothing: a slow p99 there is the run's own variance, and the limit holds.
-fn judge_probe(p99: Option<f64>, bound: f64, above_peak: bool) -> Attempt {
-    match p99 {
-        Some(p99) if p99 <= bound => Attempt::Held(format!("p99 {p99:.1} ms")),
-        Some(p99) if above_peak => Attempt::Held(format!(
-            "p99 {p99:.1} ms > {bound:.1} ms, at or above the unconstrained peak"
-        )),
-        Some(p99) => Attempt::Slow(format!("p99 {p99:.1} ms > {bound:.1} ms")),
-        None => Attempt::Failed("no latency measured".to_owned()),
+/// A launch's event→reconcile latencies in the groups its p99 is judged by: each kind's in a
+/// fleet of distinct kinds (a kind that answers on a timer, such as store-reader's one-second
+/// summary, would otherwise set the fleet's p99 and hide the others'), else all of them as one
+/// group named `""`.
+fn latency_groups(run: &RingRun) -> BTreeMap<&str, &[f64]> {
+    if run.reconcile_by_kind_ms.is_empty() {
+        BTreeMap::from([("", run.reconcile_ms.as_slice())])
+    } else {
+        run.reconcile_by_kind_ms
+            .iter()
+            .map(|(kind, latencies)| (kind.as_str(), latencies.as_slice()))
+            .collect()
+    }
+}
+
+/// Each group's latency bound, in ms: twice its p99 without a limit.
+///
+/// # Errors
+/// If a group measured no latency.
+fn latency_bounds(unconstrained: &RingRun) -> anyhow::Result<BTreeMap<String, f64>> {
+    latency_groups(unconstrained)
+        .into_iter()
+        .map(|(kind, latencies)| {
+            let p99 = stats::percentile(latencies, 99.0)
+                .with_context(|| format!("no event→reconcile latency measured {kind}"))?;
+            Ok((kind.to_owned(), 2.0 * p99))
+        })
+        .collect()
+}
+
+/// The group of `run` whose p99 is furthest above its bound (or nearest below it): its
+/// kind, p99 and bound in ms; `None` if a group of `bounds` measured nothing in `run`.
+fn worst_group(run: &RingRun, bounds: &BTreeMap<String, f64>) -> Option<(String, f64, f64)> {
+    let groups = latency_groups(run);
+    let mut worst: Option<(String, f64, f64)> = None;
+    for (kind, &bound) in bounds {
+        let p99 = stats::percentile(groups.get(kind.as_str())?, 99.0)?;
+        if worst.as_ref().is_none_or(|w| p99 / bound > w.1 / w.2) {
+            worst = Some((kind.clone(), p99, bound));
+        }
+    }
+    worst
+}
+
+/// Judges a launch that reached every cycle without a kill by its `worst` latency group (its
+/// kind, event→reconcile p99 and bound, in ms). A limit at or above the unconstrained
+/// launch's peak (`above_peak`) constrained nothing: a slow p99 there is the run's own
+/// variance, and the limit holds.
+fn judge_probe(worst: Option<(String, f64, f64)>, above_peak: bool) -> Attempt {
+    let Some((kind, p99, bound)) = worst else {
+        return Attempt::Failed("no latency measured".to_owned());
+    };
+    let of = if kind.is_empty() {
+        String::new()
+    } else {
+        format!(" ({kind})")
+    };
+    if p99 <= bound {
+        Attempt::Held(format!("p99 {p99:.1} ms{of}"))
+    } else if above_peak {
+        Attempt::Held(format!(
+            "p99 {p99:.1} ms > {bound:.1} ms{of}, at or above the unconstrained peak"
+        ))
+    } else {
+        Attempt::Slow(format!("p99 {p99:.1} ms > {bound:.1} ms{of}"))
     }
 }
 
@@ -200,7 +256,7 @@ pub(crate) async fn bisect(
         .context("the unconstrained launch ran in a group")?;
     let p99 = stats::percentile(&unconstrained.reconcile_ms, 99.0)
         .context("no event→reconcile latency measured")?;
-    let bound = 2.0 * p99;
+    let bounds = latency_bounds(&unconstrained)?;
     let scaled = |ms: f64| {
         Duration::from_secs_f64(ms.max(0.0) * PROBE_SLOWDOWN / 1000.0).max(MIN_PROBE_TIMEOUT)
     };
@@ -220,11 +276,7 @@ pub(crate) async fn bisect(
         let attempt = async |again: bool| {
             let tag = format!("{tag}-{i}{}", if again { "r" } else { "" });
             match launch(&tag, p, Some(limit)).await {
-                Ok((run, 0)) => judge_probe(
-                    stats::percentile(&run.reconcile_ms, 99.0),
-                    bound,
-                    limit >= figures.peak,
-                ),
+                Ok((run, 0)) => judge_probe(worst_group(&run, &bounds), limit >= figures.peak),
                 Ok((_, kills)) => Attempt::Failed(format!("{kills} OOM kill(s)")),
                 Err(err) => Attempt::Failed(format!("{err:#}")),
             }
@@ -627,19 +679,54 @@ mod tests {
 
     #[test]
     fn a_slow_p99_fails_a_probe_only_below_the_unconstrained_peak() {
+        let group = |p99: f64| Some((String::new(), p99, 8.0));
+        assert!(matches!(judge_probe(group(5.0), false), Attempt::Held(_)));
+        assert!(matches!(judge_probe(group(20.0), false), Attempt::Slow(_)));
+        assert!(matches!(judge_probe(group(20.0), true), Attempt::Held(_)));
+        assert!(matches!(judge_probe(None, true), Attempt::Failed(_)));
+    }
+
+    fn run_with(kinds: &[(&str, &[f64])]) -> RingRun {
+        let mut run = RingRun::empty(Variant::Wasm, kinds.len());
+        for (kind, latencies) in kinds {
+            run.reconcile_ms.extend_from_slice(latencies);
+            if !kind.is_empty() {
+                run.reconcile_by_kind_ms
+                    .insert((*kind).to_owned(), latencies.to_vec());
+            }
+        }
+        run
+    }
+
+    #[test]
+    fn each_kind_is_held_to_twice_its_own_unconstrained_p99() {
+        let free = run_with(&[("mirror", &[4.0, 5.0]), ("store", &[900.0, 990.0])]);
+        let bounds = latency_bounds(&free).unwrap();
+        assert_eq!(bounds.len(), 2);
+        // The mirror at 40 ms is far above its own 10 ms bound though under the store's.
+        let probe = run_with(&[("mirror", &[40.0, 5.0]), ("store", &[950.0, 990.0])]);
+        let worst = worst_group(&probe, &bounds).unwrap();
+        assert_eq!(worst.0, "mirror");
+        assert!(
+            matches!(judge_probe(Some(worst), false), Attempt::Slow(note) if note.contains("(mirror)"))
+        );
+        let calm = run_with(&[("mirror", &[6.0, 5.0]), ("store", &[950.0, 1500.0])]);
         assert!(matches!(
-            judge_probe(Some(5.0), 8.0, false),
+            judge_probe(worst_group(&calm, &bounds), false),
             Attempt::Held(_)
         ));
-        assert!(matches!(
-            judge_probe(Some(20.0), 8.0, false),
-            Attempt::Slow(_)
-        ));
-        assert!(matches!(
-            judge_probe(Some(20.0), 8.0, true),
-            Attempt::Held(_)
-        ));
-        assert!(matches!(judge_probe(None, 8.0, true), Attempt::Failed(_)));
+        let silent = run_with(&[("mirror", &[6.0])]);
+        assert_eq!(
+            worst_group(&silent, &bounds),
+            None,
+            "the store answered nothing"
+        );
+        // A ring's latencies are one group.
+        let ring = run_with(&[("", &[3.0, 4.0])]);
+        assert_eq!(
+            latency_bounds(&ring).unwrap().keys().collect::<Vec<_>>(),
+            vec![""]
+        );
     }
 
     #[test]

@@ -126,16 +126,18 @@ struct Cli {
     /// configmap-mirror module among `--example-wasm`.
     #[arg(long, default_value_t = 30)]
     replicas_modules: usize,
-    /// Controller counts of the budget workload's rings (comma-separated; empty skips it):
+    /// Controller counts of the budget workload's rings (comma-separated; the option without
+    /// a value skips them):
     /// for each N and each of native, wasm and wasm-suspend, the smallest cgroup memory
     /// limit the ring still runs in (see `kube_wasm_bench::budget`). Needs root.
-    #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "10,100,1000")]
     budget_n: Vec<usize>,
     /// Controller counts of the edge fleet's budgets (the five examples round-robin, each
-    /// answering a change of its own every cycle; comma-separated; empty skips it): for each
+    /// answering a change of its own every cycle; comma-separated; the option without a value
+    /// skips them): for each
     /// N and each of native, wasm and wasm-suspend (see `kube_wasm_bench::edge`). Needs root,
     /// --native-dir and --wasm-dir.
-    #[arg(long, value_delimiter = ',', default_value = "5")]
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "5")]
     edge_budget_n: Vec<usize>,
     /// Measured ring cycles of each budget probe.
     #[arg(long, default_value_t = 10)]
@@ -147,13 +149,15 @@ struct Cli {
     /// Seconds over which the idle CPU is measured.
     #[arg(long, default_value_t = 120)]
     idle_cpu_secs: u64,
-    /// Memory levers judged again under the budget (comma-separated; empty skips it): each
+    /// Memory levers judged again under the budget (comma-separated; the option without a
+    /// value skips them): each
     /// one off in turn, its budget and idle CPU against every lever on, at
     /// `--budget-lever-n` ring controllers in one host (the wasm variant).
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
+        num_args = 0..,
         default_value = "release-idle-stacks,func-ref-profile"
     )]
     budget_levers: Vec<BudgetLever>,

@@ -227,8 +227,8 @@ fn forward<K>(
 }
 
 /// Waits up to `timeout` until every namespace of `pending` has seen its reaction, each
-/// expected since its time (µs since the Unix epoch); returns each reaction's latency in ms,
-/// in no particular order.
+/// expected since its time (µs since the Unix epoch); returns each namespace with its
+/// reaction's latency in ms, in no particular order.
 ///
 /// # Errors
 /// If some reactions are not seen in time (naming up to five of them), or the watches ended.
@@ -236,7 +236,7 @@ pub async fn await_all(
     seen: &mut mpsc::UnboundedReceiver<Seen>,
     mut pending: HashMap<String, (Reaction, u64)>,
     timeout: Duration,
-) -> anyhow::Result<Vec<f64>> {
+) -> anyhow::Result<Vec<(String, f64)>> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut latencies = Vec::with_capacity(pending.len());
     while !pending.is_empty() {
@@ -245,8 +245,9 @@ pub async fn await_all(
                 if let Some((reaction, since)) = pending.get(&object.namespace)
                     && reaction.is(&object)
                 {
-                    latencies.push(object.at_micros.saturating_sub(*since) as f64 / 1000.0);
+                    let latency = object.at_micros.saturating_sub(*since) as f64 / 1000.0;
                     pending.remove(&object.namespace);
+                    latencies.push((object.namespace, latency));
                 }
             }
             Ok(None) => bail!("the driver's watches ended"),
@@ -340,8 +341,11 @@ mod tests {
         let mut latencies = await_all(&mut rx, pending, Duration::from_secs(1))
             .await
             .unwrap();
-        latencies.sort_by(f64::total_cmp);
-        assert_eq!(latencies, vec![3.0, 7.0]);
+        latencies.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            latencies,
+            vec![("a".to_owned(), 3.0), ("b".to_owned(), 7.0)]
+        );
         let pending = HashMap::from([("c".to_owned(), (Reaction::Secret("e1".into()), 0))]);
         let err = await_all(&mut rx, pending, Duration::from_millis(50))
             .await

@@ -10,7 +10,7 @@
 //!   holding `RING_BALLAST_MIB` of written memory), woken by a Ring write again and again;
 //!   the host's own suspend and resume times per size.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,6 +91,10 @@ pub struct RingRun {
     /// Event→reconcile latency of each measured cycle (the write in namespace 0 until
     /// controller 0's reconcile started), in ms.
     pub reconcile_ms: Vec<f64>,
+    /// The same latencies by kind, in a fleet of distinct kinds (the edge fleet's budget
+    /// launches: every instance's answer in every measured cycle); empty for the ring.
+    #[serde(default)]
+    pub reconcile_by_kind_ms: BTreeMap<String, Vec<f64>>,
     /// The controllers' upstream requests over the whole launch (audit log); `None` if the
     /// log could not be read for that launch.
     pub requests: Option<Requests>,
@@ -117,6 +121,7 @@ impl RingRun {
             load_max: Sample::default(),
             ring_ms: Vec::new(),
             reconcile_ms: Vec::new(),
+            reconcile_by_kind_ms: BTreeMap::new(),
             requests: None,
             host_idle: None,
             host_end: None,
@@ -405,7 +410,7 @@ impl Bench {
                 && let Some(stamp) = stamp
                 && stamp >= t0
             {
-                reconciled.push(ms(stamp - t0));
+                reconciled.push(("", ms(stamp - t0)));
             }
             anyhow::Ok((ms(arrived.at_micros.saturating_sub(t0)), reconciled))
         };
@@ -417,7 +422,8 @@ impl Bench {
     /// (the group's CPU in windows, then the idle memory, what the group charged and the
     /// host's metrics), `p.cycles` measured cycles with the fleet's memory sampled every
     /// second, then the fleet stopped and its upstream requests counted. `cycle` runs one
-    /// measured cycle: its duration and the event→reconcile latencies it measured, in ms.
+    /// measured cycle: its duration and the event→reconcile latencies it measured, in ms,
+    /// each with its controller's kind (`""` where the fleet has one kind).
     ///
     /// # Errors
     /// If a cycle fails, a controller died, or the group or `/proc` cannot be read.
@@ -427,7 +433,7 @@ impl Bench {
         started: Started,
         p: &Params,
         cgroup: Option<&Cgroup>,
-        mut cycle: impl AsyncFnMut() -> anyhow::Result<(f64, Vec<f64>)>,
+        mut cycle: impl AsyncFnMut() -> anyhow::Result<(f64, Vec<(&'static str, f64)>)>,
     ) -> anyhow::Result<RingRun> {
         let settle_cpu_windows_ns = settle_in(cgroup, p.settle).await?;
         let idle = fleet.idle_memory().await?;
@@ -438,11 +444,20 @@ impl Bench {
         let sampler = sample_while(fleet.pids(), stop.clone());
         let mut ring_ms = Vec::new();
         let mut reconcile_ms = Vec::new();
+        let mut reconcile_by_kind_ms = BTreeMap::<String, Vec<f64>>::new();
         let measured = async {
             for _ in 0..p.cycles {
                 let (duration, latencies) = cycle().await?;
                 ring_ms.push(duration);
-                reconcile_ms.extend(latencies);
+                for (kind, latency) in latencies {
+                    reconcile_ms.push(latency);
+                    if !kind.is_empty() {
+                        reconcile_by_kind_ms
+                            .entry(kind.to_owned())
+                            .or_default()
+                            .push(latency);
+                    }
+                }
             }
             anyhow::Ok(())
         }
@@ -470,6 +485,7 @@ impl Bench {
             load_max,
             ring_ms,
             reconcile_ms,
+            reconcile_by_kind_ms,
             requests: self.requests(started.audit_from, audit_to),
             host_idle,
             host_end,

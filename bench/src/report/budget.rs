@@ -227,11 +227,33 @@ pub fn section(m: &Measured) -> String {
              namespace. A cycle is one change to every instance (a ConfigMap, or a \
              ConfigMapGenerator, of its own) and each controller's answer (a mirror Secret, a \
              generated or dependent ConfigMap, a store summary or a watch log listing it; \
-             store-reader writes its summary once a second); the p99 is over every instance's \
-             latency in every measured cycle.\n\n",
+             store-reader writes its summary once a second). A probe holds when each kind's \
+             p99 stays within twice that kind's without a limit; the table's p99 is over \
+             every answer, the kinds' follow it.\n\n",
         );
         s.push_str(BUDGET_HEADER);
         budget_rows(&mut s, &m.edge_budgets);
+        s.push('\n');
+        for b in &m.edge_budgets {
+            let kinds: Vec<String> = b
+                .unconstrained
+                .reconcile_by_kind_ms
+                .iter()
+                .filter_map(|(kind, latencies)| {
+                    Some(format!(
+                        "{kind} {:.1}",
+                        crate::stats::percentile(latencies, 99.0)?
+                    ))
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "- {} N = {}, unconstrained p99 by kind (ms): {}",
+                b.variant.label(),
+                b.n,
+                kinds.join(", ")
+            );
+        }
     }
     s.push_str(&super::scale::section(m));
     if !m.idle_cpu.is_empty() {
