@@ -73,7 +73,7 @@ impl Bench {
         let dir = self.launch_dir(tag);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let audit_from = audit::mark(&self.audit_log)?;
-        let started = Instant::now();
+        let launched = Instant::now();
         let setup = &self.setup;
         let mut fleet = match variant {
             Variant::Native => {
@@ -95,7 +95,7 @@ impl Bench {
         self.edge_cycle(&mut seen, &namespaces, cycle, p.startup_timeout)
             .await
             .with_context(|| format!("{} edge N={n}: the first cycle", variant.label()))?;
-        let startup_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let startup_ms = launched.elapsed().as_secs_f64() * 1000.0;
         fleet.check_alive()?;
         for _ in 1..p.warmup {
             cycle += 1;
