@@ -81,6 +81,13 @@ pub struct Budget {
     pub budget_bytes: Option<u64>,
 }
 
+impl Budget {
+    /// The budget of `n` controllers as `variant` among `budgets`, if there is one.
+    pub fn find(budgets: &[Budget], variant: Variant, n: usize) -> Option<&Budget> {
+        budgets.iter().find(|b| b.variant == variant && b.n == n)
+    }
+}
+
 /// The idle CPU of one fleet in one variant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IdleCpu {

@@ -41,13 +41,7 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
             "the budget workload did not run (--budget-n)",
         );
     };
-    budget_ratio(
-        what(n),
-        target,
-        m.budget(Variant::Native, n),
-        m.budget(variant, n),
-        n,
-    )
+    budget_ratio(what(n), target, &m.budgets, variant, n)
 }
 
 /// The budget ratio of `variant` to native of the edge fleet at the largest N measured
@@ -66,13 +60,7 @@ fn edge_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
             "the edge budgets did not run (--edge-budget-n)",
         );
     };
-    budget_ratio(
-        what(n),
-        target,
-        m.edge_budget(Variant::Native, n),
-        m.edge_budget(variant, n),
-        n,
-    )
+    budget_ratio(what(n), target, &m.edge_budgets, variant, n)
 }
 
 fn ratio_target(target: f64) -> String {
@@ -88,16 +76,11 @@ fn not_run(goal: String, target: f64, why: &str) -> Goal {
     }
 }
 
-/// The goal `goal`: `wasm`'s budget ≤ `target` × `native`'s, both at `n`.
-fn budget_ratio(
-    goal: String,
-    target: f64,
-    native: Option<&Budget>,
-    wasm: Option<&Budget>,
-    n: usize,
-) -> Goal {
+/// The goal `goal`: `variant`'s budget among `budgets` ≤ `target` × native's, both at `n`.
+fn budget_ratio(goal: String, target: f64, budgets: &[Budget], variant: Variant, n: usize) -> Goal {
     let target_text = ratio_target(target);
-    let (Some(native), Some(wasm)) = (native, wasm) else {
+    let native = Budget::find(budgets, Variant::Native, n);
+    let (Some(native), Some(wasm)) = (native, Budget::find(budgets, variant, n)) else {
         return Goal {
             goal,
             target: target_text,

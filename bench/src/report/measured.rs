@@ -80,16 +80,12 @@ impl Measured {
 
     /// The budget of the edge fleet of `n` controllers as `variant`, if it was measured.
     pub fn edge_budget(&self, variant: Variant, n: usize) -> Option<&Budget> {
-        self.edge_budgets
-            .iter()
-            .find(|b| b.variant == variant && b.n == n)
+        Budget::find(&self.edge_budgets, variant, n)
     }
 
     /// The budget of the ring of `n` controllers as `variant`, if it was measured.
     pub fn budget(&self, variant: Variant, n: usize) -> Option<&Budget> {
-        self.budgets
-            .iter()
-            .find(|b| b.variant == variant && b.n == n)
+        Budget::find(&self.budgets, variant, n)
     }
 
     /// The idle CPU of `n` ring controllers as `variant`, if it was measured.
