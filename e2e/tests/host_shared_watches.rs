@@ -87,12 +87,32 @@ async fn start_watchers(
     (host, ns, cms)
 }
 
-/// Runs MODULES api-checks modules in `mode` (see [`start_watchers`]), makes three changes,
-/// and checks that each module printed `want` and that the audit log holds one upstream LIST
-/// and one upstream plain WATCH of those ConfigMaps, and `sent_as_is` streaming lists (the
-/// host's first, which tells it the server serves them).
-async fn identical_watches_share(mode: &str, prefix: &str, want: &[&str], sent_as_is: usize) {
+/// Runs MODULES api-checks modules in `mode` (see [`start_watchers`]), waits until each has
+/// printed the first `initial` events of `want` (the state before the changes: a module that
+/// prints `watching` may not be served yet, and a streaming list served after a change starts
+/// from the changed state), makes three changes, and checks that each module printed `want`
+/// and that the audit log holds one upstream LIST and one upstream plain WATCH of those
+/// ConfigMaps, and `sent_as_is` streaming lists (the host's first, which tells it the server
+/// serves them).
+async fn identical_watches_share(
+    mode: &str,
+    prefix: &str,
+    want: &[&str],
+    initial: usize,
+    sent_as_is: usize,
+) {
     let (host, ns, cms) = start_watchers(mode, prefix).await;
+    for i in 0..MODULES {
+        let name = format!("watcher-{i}");
+        eventually(
+            WAIT,
+            &format!("{name} to see the state before the changes"),
+            || async {
+                (events_seen(mode, &host.module_output(&name)) == want[..initial]).then_some(())
+            },
+        )
+        .await;
+    }
     cms.create(&PostParams::default(), &labelled("cm-1"))
         .await
         .expect("create");
@@ -159,7 +179,7 @@ async fn stop_and_await_closed_watches(mut host: kube_wasm_e2e::Program, ns: &st
 #[tokio::test]
 async fn identical_watches_share_one_upstream_watch_and_each_sees_every_event() {
     let want = ["Added cm-0", "Added cm-1", "Modified cm-1", "Deleted cm-0"];
-    identical_watches_share("watch-forever", "shared", &want, 0).await;
+    identical_watches_share("watch-forever", "shared", &want, 1, 0).await;
 }
 
 #[tokio::test]
@@ -179,7 +199,7 @@ async fn identical_streaming_lists_share_one_upstream_watch_and_each_sees_every_
         "Applied cm-1",
         "Deleted cm-0",
     ];
-    identical_watches_share("stream-forever", "streamed", &want, 1).await;
+    identical_watches_share("stream-forever", "streamed", &want, 2, 1).await;
 }
 
 /// On a server whose WatchList feature gate is off, each module's streaming list goes
