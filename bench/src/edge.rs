@@ -16,7 +16,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::audit;
 use crate::budget::{Budget, bisect, in_group};
 use crate::cgroup::Cgroup;
-use crate::cluster::{self, now_micros};
+use crate::cluster::now_micros;
 use crate::fleet::{Fleet, Variant, host_manifest};
 use crate::mixed::{Builds, EXAMPLES, host_entries, kind_of, start_native};
 use crate::reactions::{self, Seen};
@@ -66,10 +66,8 @@ impl Bench {
         cgroup: &Cgroup,
     ) -> anyhow::Result<RingRun> {
         let namespaces: Vec<String> = (0..n).map(|i| format!("{tag}-{i}")).collect();
-        for namespace in &namespaces {
-            cluster::create_namespace(&self.client, namespace).await?;
-        }
-        let mut seen = reactions::watch(&self.client, &format!("{tag}-"));
+        self.create_namespaces(&EXAMPLES, &namespaces).await?;
+        let mut seen = reactions::watch(&self.client, &format!("{tag}-"), &EXAMPLES);
         let dir = self.launch_dir(tag);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let audit_from = audit::mark(&self.audit_log)?;
@@ -136,7 +134,10 @@ impl Bench {
         for (i, namespace) in namespaces.iter().enumerate() {
             let since = now_micros();
             let kind = kind_of(&EXAMPLES, i);
-            let reaction = reactions::stimulate(&self.client, kind, namespace, cycle).await?;
+            let Some(reaction) = reactions::stimulate(&self.client, kind, namespace, cycle).await?
+            else {
+                continue;
+            };
             pending.insert(namespace.clone(), (reaction, since));
             kinds.insert(namespace.as_str(), kind);
         }

@@ -1,7 +1,8 @@
 //! Realistic fleets of distinct controllers: the **mixed** fleet, N controllers of every kind
 //! this repository has (the five examples, the ring controller and twelve parity scenario
 //! controllers, each kind a distinct native binary and a distinct module), and the small
-//! **edge** fleet, the five examples alone. Each instance runs in its own namespace; each fleet
+//! **edge** fleet, the five examples alone. Each instance runs in its own namespace (the ring
+//! controller copies Rings into it from a second one of its own, [`ring_source`]); each fleet
 //! runs as native processes, as one native process linking every controller
 //! (`bench/combined-native`), as modules in one host, and as modules suspended when idle, and
 //! its idle memory is sampled after the settle time.
@@ -153,6 +154,25 @@ impl Bench {
         Ok(runs)
     }
 
+    /// Creates the namespaces of a fleet of `kinds`: instance `i`'s `namespaces[i]` and, for
+    /// the ring controller, the namespace it copies Rings from ([`ring_source`]).
+    ///
+    /// # Errors
+    /// If the apiserver refuses a namespace.
+    pub async fn create_namespaces(
+        &self,
+        kinds: &[&'static str],
+        namespaces: &[String],
+    ) -> anyhow::Result<()> {
+        for (i, namespace) in namespaces.iter().enumerate() {
+            cluster::create_namespace(&self.client, namespace).await?;
+            if kind_of(kinds, i) == "ring-controller" {
+                cluster::create_namespace(&self.client, &ring_source(namespace)).await?;
+            }
+        }
+        Ok(())
+    }
+
     async fn mixed_once(
         &self,
         fleet: &str,
@@ -165,9 +185,7 @@ impl Bench {
         let dir = self.logs.join(tag);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let namespaces: Vec<String> = (0..instances).map(|i| format!("{tag}-{i}")).collect();
-        for namespace in &namespaces {
-            cluster::create_namespace(&self.client, namespace).await?;
-        }
+        self.create_namespaces(kinds, &namespaces).await?;
         let mut fleet_processes = match variant {
             Variant::Native | Variant::CombinedNative => {
                 let fleet = if variant == Variant::Native {
@@ -218,6 +236,13 @@ impl Bench {
     }
 }
 
+/// The namespace the ring controller of instance namespace `namespace` copies Rings from
+/// (`<namespace>-src`): it copies them into its own namespace. (Copying a namespace into
+/// itself would never settle: each copy stamps the Ring anew, and the stamp is a change.)
+pub fn ring_source(namespace: &str) -> String {
+    format!("{namespace}-src")
+}
+
 /// The host's manifest entries of a fleet: instance `i`, of kind `i mod kinds`, named
 /// `<kind>-<i>` in namespace `i`, suspended when idle as `variant` says.
 pub fn host_entries(
@@ -235,7 +260,7 @@ pub fn host_entries(
             let wasm = builds.wasm_dir.join(format!("{kind}.wasm"));
             let mut entry = Entry::with_wasm(&format!("{kind}-{i}"), &wasm).namespace(namespace);
             for (key, value) in own_env(kind, namespace) {
-                entry = entry.env(key, value);
+                entry = entry.env(key, &value);
             }
             if variant == Variant::WasmSuspend {
                 entry = entry.field(&setup.suspend_field());
@@ -289,10 +314,13 @@ fn start_combined(
 }
 
 /// The environment variables of an instance of `kind` in `namespace`, however it runs: the
-/// ring controller copies Rings within its own namespace.
-fn own_env<'a>(kind: &str, namespace: &'a str) -> Vec<(&'static str, &'a str)> {
+/// ring controller copies Rings from [`ring_source`] into its own namespace.
+fn own_env(kind: &str, namespace: &str) -> Vec<(&'static str, String)> {
     match kind {
-        "ring-controller" => vec![("RING_SOURCE", namespace), ("RING_TARGET", namespace)],
+        "ring-controller" => vec![
+            ("RING_SOURCE", ring_source(namespace)),
+            ("RING_TARGET", namespace.to_owned()),
+        ],
         _ => Vec::new(),
     }
 }
@@ -337,7 +365,7 @@ mod tests {
         assert_eq!(args[0], "configmap-mirror@m-0");
         assert_eq!(
             args[5],
-            "ring-controller@m-5,RING_SOURCE=m-5,RING_TARGET=m-5"
+            "ring-controller@m-5,RING_SOURCE=m-5-src,RING_TARGET=m-5"
         );
         assert_eq!(args[18], "configmap-mirror@m-18");
     }
