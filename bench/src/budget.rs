@@ -4,7 +4,7 @@
 //! without swap; a limit **holds** when nothing is OOM-killed, every controller reconciles
 //! every change (each ring cycle passes through all N controllers within the cycle timeout),
 //! and event→reconcile p99 stays within twice the same variant's p99 without a limit (in a
-//! fleet of distinct kinds, [`crate::edge`], each kind's p99 within twice its own).
+//! fleet of distinct kinds, [`crate::fleet_budget`], each kind's p99 within twice its own).
 //! Bisection finds the smallest limit that holds, to [`TOLERANCE`]:
 //!
 //! 1. one launch in a group without a limit measures the unconstrained p99 and what the
@@ -65,7 +65,8 @@ pub struct Probe {
 /// The budget of one fleet in one variant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Budget {
-    /// `ring`, or `edge` (the five examples, [`crate::edge`]).
+    /// `ring`, `edge` (the five examples) or `mixed` (every kind of the mixed fleet; both
+    /// [`crate::fleet_budget`]).
     pub fleet: String,
     /// How the controllers ran.
     pub variant: Variant,

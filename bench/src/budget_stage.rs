@@ -1,15 +1,16 @@
 //! The budget stage of a benchmark run (issue #44), in the order that keeps the most when a
 //! run is cut short: the memory levers under the budget first (they decide what the host
-//! keeps), then the idle CPU, then the edge fleet's budgets, then the ring's budgets at every
-//! N, smallest first. A launch that fails is recorded in the report ([`Measured::incomplete`])
-//! and the stage goes on; the caller's checkpoint writes the report after every result, so a
-//! run stopped during the largest N still leaves every figure it finished.
+//! keeps), then the idle CPU, then the edge fleet's budgets, then the mixed fleet's, then the
+//! ring's, each fleet's at every N, smallest first. A launch that fails is recorded in the
+//! report ([`Measured::incomplete`]) and the stage goes on; the caller's checkpoint writes the
+//! report after every result, so a run stopped during the largest N still leaves every figure
+//! it finished.
 
 use std::time::Duration;
 
 use crate::budget::{Budget, BudgetLever};
 use crate::fleet::Variant;
-use crate::mixed::Builds;
+use crate::mixed::{Builds, KindsFleet};
 use crate::report::Measured;
 use crate::workloads::{Bench, Params};
 
@@ -20,8 +21,10 @@ pub struct BudgetPlan {
     pub ns: Vec<usize>,
     /// Sizes of the edge fleet's budgets (empty: none).
     pub edge_ns: Vec<usize>,
-    /// The examples' builds the edge fleet runs (`None`: no edge budgets).
-    pub edge_builds: Option<Builds>,
+    /// Sizes of the mixed fleet's budgets (empty: none).
+    pub mixed_ns: Vec<usize>,
+    /// The builds of every kind the edge and mixed fleets run (`None`: neither's budgets).
+    pub fleet_builds: Option<Builds>,
     /// Variants of the budgets and the idle CPU (native, wasm, wasm-suspend).
     pub variants: Vec<Variant>,
     /// A budget probe's launch parameters.
@@ -102,24 +105,33 @@ impl Bench {
                 checkpoint(measured)?;
             }
         }
-        if let Some(builds) = &plan.edge_builds {
-            let mut ns = plan.edge_ns.clone();
-            ns.sort_unstable();
-            for n in ns {
-                for &v in &plan.variants {
-                    if measured.edge_budget(v, n).is_some() {
-                        continue;
-                    }
-                    let what = format!("budget edge fleet N={n} {}", v.label());
-                    eprintln!("bench: {what}");
-                    match self.edge_budget(v, n, builds, &plan.params, &tag()).await {
-                        Ok(budget) => {
-                            eprintln!("bench:   budget {}", budget_text(&budget));
-                            measured.edge_budgets.push(budget);
+        if let Some(builds) = &plan.fleet_builds {
+            let fleets = [
+                (KindsFleet::Edge, &plan.edge_ns),
+                (KindsFleet::Mixed, &plan.mixed_ns),
+            ];
+            for (fleet, ns) in fleets {
+                let mut ns = ns.clone();
+                ns.sort_unstable();
+                for n in ns {
+                    for &v in &plan.variants {
+                        if measured.fleet_budget(fleet, v, n).is_some() {
+                            continue;
                         }
-                        Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+                        let what = format!("budget {} fleet N={n} {}", fleet.name(), v.label());
+                        eprintln!("bench: {what}");
+                        let budget = self
+                            .fleet_budget(fleet, v, n, builds, &plan.params, &tag())
+                            .await;
+                        match budget {
+                            Ok(budget) => {
+                                eprintln!("bench:   budget {}", budget_text(&budget));
+                                measured.fleet_budgets_mut(fleet).push(budget);
+                            }
+                            Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+                        }
+                        checkpoint(measured)?;
                     }
-                    checkpoint(measured)?;
                 }
             }
         }

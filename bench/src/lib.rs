@@ -1,6 +1,6 @@
 //! The benchmark's and the soak's pieces, one concept a module: the apiserver's audit log
-//! ([`audit`]), memory budgets under cgroup limits and idle CPU ([`budget`], [`cgroup`]; the edge fleet's
-//! [`edge`], answered as [`reactions`] say; run in order by [`budget_stage`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
+//! ([`audit`]), memory budgets under cgroup limits and idle CPU ([`budget`], [`cgroup`]; the edge and
+//! mixed fleets' [`fleet_budget`], answered as [`reactions`] say; run in order by [`budget_stage`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
 //! ([`fleet`]), the memory levers before/after ([`levers`]), the cold start ([`cold_start`]), fleets of
 //! distinct controllers ([`mixed`]), Go controllers ([`go`]), process memory ([`memory`]), sample
 //! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
@@ -18,8 +18,8 @@ pub mod cgroup;
 pub mod cluster;
 pub mod cold_start;
 pub mod cpu;
-pub mod edge;
 pub mod fleet;
+pub mod fleet_budget;
 pub mod go;
 pub mod levers;
 pub mod memory;

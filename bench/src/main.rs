@@ -134,11 +134,17 @@ struct Cli {
     budget_n: Vec<usize>,
     /// Controller counts of the edge fleet's budgets (the five examples round-robin, each
     /// answering a change of its own every cycle; comma-separated; the option without a value
-    /// skips them): for each
-    /// N and each of native, wasm and wasm-suspend (see `kube_wasm_bench::edge`). Needs root,
-    /// --native-dir and --wasm-dir.
+    /// skips them): for each N and each of native, wasm and wasm-suspend (see
+    /// `kube_wasm_bench::fleet_budget`). Needs root, --native-dir and --wasm-dir.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "5")]
     edge_budget_n: Vec<usize>,
+    /// Controller counts of the mixed fleet's budgets (every kind of
+    /// `kube_wasm_bench::mixed::MIXED_KINDS` round-robin, each that answers observably
+    /// answering a change of its own every cycle; comma-separated; the option without a value
+    /// skips them): for each N and each of native, wasm and wasm-suspend, after the edge
+    /// fleet's (see `kube_wasm_bench::fleet_budget`). Needs root, --native-dir and --wasm-dir.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "100")]
+    mixed_budget_n: Vec<usize>,
     /// Measured ring cycles of each budget probe.
     #[arg(long, default_value_t = 10)]
     budget_cycles: u64,
@@ -166,7 +172,8 @@ struct Cli {
     budget_lever_n: usize,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
     /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each, cold start of at
-    /// most 20 modules (replacing those options).
+    /// most 20 modules, mixed fleet budgets of at most 18 controllers (replacing those
+    /// options).
     #[arg(long)]
     quick: bool,
     /// Run only the Go workload (issue #43): examples/go-configmap-mirror natively and as a
@@ -293,6 +300,10 @@ async fn main() -> anyhow::Result<()> {
         cli.idle_cpu_n = cli.idle_cpu_n.min(5);
         cli.idle_cpu_secs = cli.idle_cpu_secs.min(10);
         cli.mixed_n = cli.mixed_n.min(36);
+        for n in &mut cli.mixed_budget_n {
+            *n = (*n).min(mixed::MIXED_KINDS.len());
+        }
+        cli.mixed_budget_n.dedup();
     }
     require_file(&cli.host_shim, "the host shim")?;
     require_file(&cli.ring_native, "the native ring controller")?;
@@ -333,9 +344,10 @@ async fn main() -> anyhow::Result<()> {
     context.push((
         "budget parameters".into(),
         format!(
-            "ring N = {:?}, edge fleet N = {:?}, {} measured cycles a probe; idle CPU of {} controllers over {} s; levers {:?} at N = {}",
+            "ring N = {:?}, edge fleet N = {:?}, mixed fleet N = {:?}, {} measured cycles a probe; idle CPU of {} controllers over {} s; levers {:?} at N = {}",
             cli.budget_n,
             cli.edge_budget_n,
+            cli.mixed_budget_n,
             cli.budget_cycles,
             cli.idle_cpu_n,
             cli.idle_cpu_secs,
@@ -583,8 +595,10 @@ async fn main() -> anyhow::Result<()> {
         Ok(report)
     };
     checkpoint(&measured)?;
-    let edge_builds = match (&cli.native_dir, &cli.wasm_dir) {
-        (Some(native_dir), Some(wasm_dir)) if !cli.edge_budget_n.is_empty() => {
+    let fleet_builds = match (&cli.native_dir, &cli.wasm_dir) {
+        (Some(native_dir), Some(wasm_dir))
+            if !cli.edge_budget_n.is_empty() || !cli.mixed_budget_n.is_empty() =>
+        {
             Some(mixed::Builds {
                 native_dir: std::path::absolute(native_dir)?,
                 wasm_dir: std::path::absolute(wasm_dir)?,
@@ -595,18 +609,22 @@ async fn main() -> anyhow::Result<()> {
     if !cli.budget_n.is_empty()
         || cli.idle_cpu_n > 0
         || !cli.budget_levers.is_empty()
-        || edge_builds.is_some()
+        || fleet_builds.is_some()
     {
         cgroup::check_available().context("the budget and idle-CPU workloads need cgroups")?;
     }
-    let plan = BudgetPlan {
-        ns: cli.budget_n.clone(),
-        edge_ns: if edge_builds.is_some() {
-            cli.edge_budget_n.clone()
+    let with_builds = |ns: &Vec<usize>| {
+        if fleet_builds.is_some() {
+            ns.clone()
         } else {
             Vec::new()
-        },
-        edge_builds,
+        }
+    };
+    let plan = BudgetPlan {
+        ns: cli.budget_n.clone(),
+        edge_ns: with_builds(&cli.edge_budget_n),
+        mixed_ns: with_builds(&cli.mixed_budget_n),
+        fleet_builds,
         variants: budget_variants,
         params: Params {
             warmup: 2,

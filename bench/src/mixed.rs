@@ -55,6 +55,33 @@ pub const MIXED_KINDS: [&str; 18] = [
     "parity-wait",
 ];
 
+/// A fleet of distinct kinds whose memory budget is found ([`crate::fleet_budget`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindsFleet {
+    /// The five examples ([`EXAMPLES`]).
+    Edge,
+    /// Every kind of [`MIXED_KINDS`].
+    Mixed,
+}
+
+impl KindsFleet {
+    /// Its name in budgets, tags and the report: `edge` or `mixed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            KindsFleet::Edge => "edge",
+            KindsFleet::Mixed => "mixed",
+        }
+    }
+
+    /// Its kinds, instance `i` of kind `i mod len` ([`kind_of`]).
+    pub fn kinds(self) -> &'static [&'static str] {
+        match self {
+            KindsFleet::Edge => &EXAMPLES,
+            KindsFleet::Mixed => &MIXED_KINDS,
+        }
+    }
+}
+
 /// The native binary linking every kind into one process (in the native build folder).
 pub const COMBINED_NATIVE: &str = "combined-native";
 

@@ -91,8 +91,9 @@ pub struct RingRun {
     /// Event→reconcile latency of each measured cycle (the write in namespace 0 until
     /// controller 0's reconcile started), in ms.
     pub reconcile_ms: Vec<f64>,
-    /// The same latencies by kind, in a fleet of distinct kinds (the edge fleet's budget
-    /// launches: every instance's answer in every measured cycle); empty for the ring.
+    /// The same latencies by kind, in a fleet of distinct kinds (the edge and mixed fleets'
+    /// budget launches: every stimulated instance's answer in every measured cycle); empty for
+    /// the ring.
     #[serde(default)]
     pub reconcile_by_kind_ms: BTreeMap<String, Vec<f64>>,
     /// The controllers' upstream requests over the whole launch (audit log); `None` if the

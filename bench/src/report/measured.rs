@@ -6,7 +6,7 @@ use crate::budget::{Budget, IdleCpu, LeverJudgement};
 use crate::cold_start::ColdStartRun;
 use crate::fleet::Variant;
 use crate::levers::LeverRun;
-use crate::mixed::MixedRun;
+use crate::mixed::{KindsFleet, MixedRun};
 use crate::replicas::ReplicasRun;
 use crate::statics::Statics;
 use crate::workloads::{ChurnRun, ResumePoint, RingRun};
@@ -54,9 +54,14 @@ pub struct Measured {
     /// The budget workload's budgets of the ring (empty when it did not run).
     #[serde(default)]
     pub budgets: Vec<Budget>,
-    /// The edge fleet's budgets (empty when they were not measured; see [`crate::edge`]).
+    /// The edge fleet's budgets (empty when they were not measured; see
+    /// [`crate::fleet_budget`]).
     #[serde(default)]
     pub edge_budgets: Vec<Budget>,
+    /// The mixed fleet's budgets (empty when they were not measured; see
+    /// [`crate::fleet_budget`]).
+    #[serde(default)]
+    pub mixed_budgets: Vec<Budget>,
     /// The idle-CPU workload's launches (empty when it did not run).
     #[serde(default)]
     pub idle_cpu: Vec<IdleCpu>,
@@ -78,9 +83,25 @@ impl Measured {
             .map(|u| u.reason.as_str())
     }
 
-    /// The budget of the edge fleet of `n` controllers as `variant`, if it was measured.
-    pub fn edge_budget(&self, variant: Variant, n: usize) -> Option<&Budget> {
-        Budget::find(&self.edge_budgets, variant, n)
+    /// The budgets of `fleet`: [`Measured::edge_budgets`] or [`Measured::mixed_budgets`].
+    pub fn fleet_budgets(&self, fleet: KindsFleet) -> &[Budget] {
+        match fleet {
+            KindsFleet::Edge => &self.edge_budgets,
+            KindsFleet::Mixed => &self.mixed_budgets,
+        }
+    }
+
+    /// The budgets of `fleet`, to add one.
+    pub fn fleet_budgets_mut(&mut self, fleet: KindsFleet) -> &mut Vec<Budget> {
+        match fleet {
+            KindsFleet::Edge => &mut self.edge_budgets,
+            KindsFleet::Mixed => &mut self.mixed_budgets,
+        }
+    }
+
+    /// The budget of `fleet` with `n` controllers as `variant`, if it was measured.
+    pub fn fleet_budget(&self, fleet: KindsFleet, variant: Variant, n: usize) -> Option<&Budget> {
+        Budget::find(self.fleet_budgets(fleet), variant, n)
     }
 
     /// The budget of the ring of `n` controllers as `variant`, if it was measured.
