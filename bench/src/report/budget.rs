@@ -7,6 +7,8 @@ use super::goals::Goal;
 use super::measured::Measured;
 use crate::budget::{Budget, IdleCpu, LeverState, LeverVerdict};
 use crate::fleet::Variant;
+use crate::mixed::KindsFleet;
+use crate::reactions::UNOBSERVED;
 
 /// Bytes in a MiB.
 const MIB: f64 = 1024.0 * 1024.0;
@@ -15,11 +17,12 @@ fn cpu_of(m: &Measured, variant: Variant) -> Option<&IdleCpu> {
     m.idle_cpu.iter().find(|c| c.variant == variant)
 }
 
-/// The N the budget goals are judged at: 1,000, else the largest measured.
-fn judged_n(m: &Measured) -> Option<usize> {
-    let ns = m.budgets.iter().map(|b| b.n);
-    if ns.clone().any(|n| n == 1000) {
-        Some(1000)
+/// The N a budget goal is judged at among `budgets`: `preferred` if it was measured, else the
+/// largest measured (`None`: nothing measured).
+fn judged_n(budgets: &[Budget], preferred: Option<usize>) -> Option<usize> {
+    let ns = budgets.iter().map(|b| b.n);
+    if preferred.is_some_and(|p| ns.clone().any(|n| n == p)) {
+        preferred
     } else {
         ns.max()
     }
@@ -34,7 +37,7 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
             variant.label()
         )
     };
-    let Some(n) = judged_n(m) else {
+    let Some(n) = judged_n(&m.budgets, Some(1000)) else {
         return not_run(
             what(1000),
             target,
@@ -44,23 +47,33 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
     budget_ratio(what(n), target, &m.budgets, variant, n)
 }
 
-/// The budget ratio of `variant` to native of the edge fleet at the largest N measured
-/// against `target`.
-fn edge_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
+/// The budget ratio of `variant` to native of `fleet` against `target`: the edge fleet's at the
+/// largest N measured, the mixed fleet's at N = 100 if measured, else at the largest.
+fn fleet_goal(m: &Measured, fleet: KindsFleet, variant: Variant, target: f64) -> Goal {
+    let (fleet_text, preferred, option) = match fleet {
+        KindsFleet::Edge => (
+            "the edge fleet (the five examples".to_owned(),
+            None,
+            "--edge-budget-n",
+        ),
+        KindsFleet::Mixed => (
+            format!("the mixed fleet ({} kinds", fleet.kinds().len()),
+            Some(100),
+            "--mixed-budget-n",
+        ),
+    };
     let what = |n: usize| {
         format!(
-            "memory budget of the edge fleet (the five examples, N = {n}), {}, vs native",
+            "memory budget of {fleet_text}, N = {n}), {}, vs native",
             variant.label()
         )
     };
-    let Some(n) = m.edge_budgets.iter().map(|b| b.n).max() else {
-        return not_run(
-            what(5),
-            target,
-            "the edge budgets did not run (--edge-budget-n)",
-        );
+    let budgets = m.fleet_budgets(fleet);
+    let Some(n) = judged_n(budgets, preferred) else {
+        let why = format!("the {} budgets did not run ({option})", fleet.name());
+        return not_run(what(preferred.unwrap_or(5)), target, &why);
     };
-    budget_ratio(what(n), target, &m.edge_budgets, variant, n)
+    budget_ratio(what(n), target, budgets, variant, n)
 }
 
 fn ratio_target(target: f64) -> String {
@@ -142,8 +155,10 @@ pub fn goals(m: &Measured) -> Vec<Goal> {
     vec![
         ratio_goal(m, Variant::Wasm, 0.05),
         ratio_goal(m, Variant::WasmSuspend, 0.02),
-        edge_goal(m, Variant::Wasm, 0.30),
-        edge_goal(m, Variant::WasmSuspend, 0.30),
+        fleet_goal(m, KindsFleet::Edge, Variant::Wasm, 0.30),
+        fleet_goal(m, KindsFleet::Edge, Variant::WasmSuspend, 0.30),
+        fleet_goal(m, KindsFleet::Mixed, Variant::Wasm, 0.15),
+        fleet_goal(m, KindsFleet::Mixed, Variant::WasmSuspend, 0.15),
         cpu_goal(m, Variant::Wasm),
         cpu_goal(m, Variant::WasmSuspend),
     ]
@@ -189,6 +204,7 @@ pub fn section(m: &Measured) -> String {
     let mut s = String::new();
     if m.budgets.is_empty()
         && m.edge_budgets.is_empty()
+        && m.mixed_budgets.is_empty()
         && m.idle_cpu.is_empty()
         && m.lever_judgements.is_empty()
         && m.incomplete.is_empty()
@@ -204,39 +220,8 @@ pub fn section(m: &Measured) -> String {
     );
     s.push_str(BUDGET_HEADER);
     budget_rows(&mut s, &m.budgets);
-    if !m.edge_budgets.is_empty() {
-        s.push_str(
-            "\n### The edge fleet\n\nThe five examples, N instances round-robin, each in its own \
-             namespace. A cycle is one change to every instance (a ConfigMap, or a \
-             ConfigMapGenerator, of its own) and each controller's answer (a mirror Secret, a \
-             generated or dependent ConfigMap, a store summary or a watch log listing it; \
-             store-reader writes its summary once a second). A probe holds when each kind's \
-             p99 stays within twice that kind's without a limit; the table's p99 is over \
-             every answer, the kinds' follow it.\n\n",
-        );
-        s.push_str(BUDGET_HEADER);
-        budget_rows(&mut s, &m.edge_budgets);
-        s.push('\n');
-        for b in &m.edge_budgets {
-            let kinds: Vec<String> = b
-                .unconstrained
-                .reconcile_by_kind_ms
-                .iter()
-                .filter_map(|(kind, latencies)| {
-                    Some(format!(
-                        "{kind} {:.1}",
-                        crate::stats::percentile(latencies, 99.0)?
-                    ))
-                })
-                .collect();
-            let _ = writeln!(
-                s,
-                "- {} N = {}, unconstrained p99 by kind (ms): {}",
-                b.variant.label(),
-                b.n,
-                kinds.join(", ")
-            );
-        }
+    for fleet in [KindsFleet::Edge, KindsFleet::Mixed] {
+        fleet_section(&mut s, fleet, m.fleet_budgets(fleet));
     }
     s.push_str(&super::scale::section(m));
     if !m.idle_cpu.is_empty() {
@@ -278,6 +263,67 @@ pub fn section(m: &Measured) -> String {
         }
     }
     s
+}
+
+/// The subsection of `fleet`'s `budgets` (nothing without them): how a cycle goes, the
+/// budgets table, then each budget's unconstrained p99 by kind.
+fn fleet_section(s: &mut String, fleet: KindsFleet, budgets: &[Budget]) {
+    if budgets.is_empty() {
+        return;
+    }
+    match fleet {
+        KindsFleet::Edge => s.push_str(
+            "\n### The edge fleet\n\nThe five examples, N instances round-robin, each in its own \
+             namespace. A cycle is one change to every instance (a ConfigMap, or a \
+             ConfigMapGenerator, of its own) and each controller's answer (a mirror Secret, a \
+             generated or dependent ConfigMap, a store summary or a watch log listing it; \
+             store-reader writes its summary once a second).",
+        ),
+        KindsFleet::Mixed => {
+            let kinds = fleet.kinds();
+            let _ = write!(
+                s,
+                "\n### The mixed fleet\n\nEvery kind of the mixed fleet ({}: the five examples, the \
+                 ring controller and the parity scenario controllers), N instances round-robin, \
+                 each in its own namespace. A cycle is one change to every instance whose kind \
+                 answers observably ({} kinds: a ConfigMap, ConfigMapGenerator, Ring, Widget or \
+                 Team of its own) and each controller's answer (the edge fleet's, a Ring copied \
+                 into its namespace, a Widget's annotation or status phase, a ConfigMap made for \
+                 a Widget, a roster entry for a Team). The kinds that only read, or answer once \
+                 a launch, run unstimulated: {}.",
+                kinds.len(),
+                kinds.len() - UNOBSERVED.len(),
+                UNOBSERVED.join(", ")
+            );
+        }
+    }
+    s.push_str(
+        " A probe holds when each kind's p99 stays within twice that kind's without a limit; the \
+         table's p99 is over every answer, the kinds' follow it.\n\n",
+    );
+    s.push_str(BUDGET_HEADER);
+    budget_rows(s, budgets);
+    s.push('\n');
+    for b in budgets {
+        let kinds: Vec<String> = b
+            .unconstrained
+            .reconcile_by_kind_ms
+            .iter()
+            .filter_map(|(kind, latencies)| {
+                Some(format!(
+                    "{kind} {:.1}",
+                    crate::stats::percentile(latencies, 99.0)?
+                ))
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "- {} N = {}, unconstrained p99 by kind (ms): {}",
+            b.variant.label(),
+            b.n,
+            kinds.join(", ")
+        );
+    }
 }
 
 /// The levers judged under the budget: each off against every lever on, with whether it
@@ -402,19 +448,91 @@ mod tests {
             budgets: vec![edge(Variant::Wasm, 10, Some(1))],
             ..Measured::default()
         };
-        let wasm = edge_goal(&m, Variant::Wasm, 0.30);
+        let wasm = fleet_goal(&m, KindsFleet::Edge, Variant::Wasm, 0.30);
         assert_eq!(wasm.holds, Some(true), "{wasm:?}");
         assert!(wasm.goal.contains("N = 10"), "{wasm:?}");
         assert!(
             wasm.measured.starts_with("30.0 % (60 vs 200 MiB)"),
             "{wasm:?}"
         );
-        let suspended = edge_goal(&m, Variant::WasmSuspend, 0.30);
+        let suspended = fleet_goal(&m, KindsFleet::Edge, Variant::WasmSuspend, 0.30);
         assert_eq!(suspended.holds, Some(false), "no limit held: {suspended:?}");
-        let none = edge_goal(&Measured::default(), Variant::Wasm, 0.30);
+        let none = fleet_goal(&Measured::default(), KindsFleet::Edge, Variant::Wasm, 0.30);
         assert_eq!(none.holds, None);
         let s = section(&m);
         assert!(s.contains("### The edge fleet"), "{s}");
         assert!(s.contains("| wasm | 10 | 60.0 |"), "{s}");
+    }
+
+    #[test]
+    fn the_mixed_goal_holds_the_host_to_15_percent_of_native_at_100() {
+        let mixed = |variant, n, mib| Budget {
+            fleet: "mixed".into(),
+            ..edge(variant, n, mib)
+        };
+        let m = Measured {
+            mixed_budgets: vec![
+                mixed(Variant::Native, 100, Some(400)),
+                mixed(Variant::Wasm, 100, Some(60)),
+                mixed(Variant::WasmSuspend, 100, Some(61)),
+                // A larger N is not judged while N = 100 was measured.
+                mixed(Variant::Native, 200, Some(800)),
+                mixed(Variant::Wasm, 200, Some(1)),
+            ],
+            // The edge fleet's budgets of the same N and variants are not the mixed fleet's.
+            edge_budgets: vec![
+                edge(Variant::Native, 100, Some(1000)),
+                edge(Variant::WasmSuspend, 100, Some(1)),
+            ],
+            ..Measured::default()
+        };
+        let wasm = fleet_goal(&m, KindsFleet::Mixed, Variant::Wasm, 0.15);
+        assert_eq!(wasm.holds, Some(true), "{wasm:?}");
+        assert!(
+            wasm.goal.contains("mixed fleet (18 kinds, N = 100)"),
+            "{wasm:?}"
+        );
+        assert!(
+            wasm.measured.starts_with("15.0 % (60 vs 400 MiB)"),
+            "{wasm:?}"
+        );
+        assert_eq!(wasm.target, "≤ 15 % of native's budget");
+        let suspended = fleet_goal(&m, KindsFleet::Mixed, Variant::WasmSuspend, 0.15);
+        assert_eq!(suspended.holds, Some(false), "61 of 400 MiB: {suspended:?}");
+        // Without N = 100, the largest N measured.
+        let smaller = Measured {
+            mixed_budgets: vec![
+                mixed(Variant::Native, 18, Some(150)),
+                mixed(Variant::Wasm, 18, Some(50)),
+                mixed(Variant::Native, 36, Some(200)),
+                mixed(Variant::Wasm, 36, Some(20)),
+            ],
+            ..Measured::default()
+        };
+        let at_36 = fleet_goal(&smaller, KindsFleet::Mixed, Variant::Wasm, 0.15);
+        assert!(at_36.goal.contains("N = 36"), "{at_36:?}");
+        assert_eq!(at_36.holds, Some(true), "{at_36:?}");
+        let not_run = fleet_goal(&Measured::default(), KindsFleet::Mixed, Variant::Wasm, 0.15);
+        assert_eq!(not_run.holds, None);
+        assert!(not_run.measured.contains("--mixed-budget-n"), "{not_run:?}");
+        let judged: Vec<Option<bool>> = goals(&m)
+            .iter()
+            .filter(|g| g.goal.contains("mixed fleet"))
+            .map(|g| g.holds)
+            .collect();
+        assert_eq!(
+            judged,
+            [Some(true), Some(false)],
+            "the host's and the suspended host's"
+        );
+        let s = section(&m);
+        assert!(s.contains("### The mixed fleet"), "{s}");
+        assert!(s.contains("(13 kinds"), "{s}");
+        assert!(s.contains("parity-paging, parity-reflector"), "{s}");
+        assert!(s.contains("| wasm | 100 | 60.0 |"), "{s}");
+        assert!(
+            s.contains("- native N = 100, unconstrained p99 by kind"),
+            "{s}"
+        );
     }
 }
