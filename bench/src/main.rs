@@ -164,6 +164,10 @@ struct Cli {
     /// Ring controllers of the levers' budgets.
     #[arg(long, default_value_t = 100)]
     budget_lever_n: usize,
+    /// The chaos soak's `report.json` (written by `scripts/soak.sh`), whose checks and
+    /// figures go into the report; without it the soak's goal is "not measured".
+    #[arg(long)]
+    soak_report: Option<PathBuf>,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
     /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each, cold start of at
     /// most 20 modules (replacing those options).
@@ -298,6 +302,18 @@ async fn main() -> anyhow::Result<()> {
     require_file(&cli.ring_native, "the native ring controller")?;
     require_file(&cli.ring_wasm, "the ring controller module")?;
     require_file(&cli.audit_log, "the audit log")?;
+    let soak = cli
+        .soak_report
+        .as_ref()
+        .map(
+            |path| -> anyhow::Result<kube_wasm_bench::soak::report::Summary> {
+                let text = std::fs::read(path)
+                    .with_context(|| format!("reading the soak report {}", path.display()))?;
+                serde_json::from_slice(&text)
+                    .with_context(|| format!("parsing the soak report {}", path.display()))
+            },
+        )
+        .transpose()?;
     // The host reads module paths relative to its manifest's folder.
     for wasm in &mut cli.example_wasm {
         require_file(wasm, "an example module")?;
@@ -570,6 +586,7 @@ async fn main() -> anyhow::Result<()> {
         cold_start,
         replicas,
         replicas_skipped,
+        soak,
         ..Measured::default()
     };
     let book = cli.book.clone();

@@ -67,6 +67,9 @@ pub struct Measured {
     /// them).
     #[serde(default)]
     pub incomplete: Vec<String>,
+    /// The chaos soak's figures (`scripts/soak.sh`'s `report.json`), if one was handed in.
+    #[serde(default)]
+    pub soak: Option<crate::soak::report::Summary>,
 }
 
 impl Measured {
