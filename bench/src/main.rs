@@ -164,6 +164,19 @@ struct Cli {
     /// Ring controllers of the levers' budgets.
     #[arg(long, default_value_t = 100)]
     budget_lever_n: usize,
+    /// Module counts of the suspended-scale launches (comma-separated; the option without a
+    /// value skips them): N modules of the mixed fleet's kinds in one host that suspends idle
+    /// modules — start-up, memory and snapshots once settled, and the latency and host CPU
+    /// per event of the same probe instances at every N (see
+    /// `kube_wasm_bench::suspended_scale`). Needs --native-dir and --wasm-dir.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "100,10000")]
+    suspended_scale_n: Vec<usize>,
+    /// Example instances changed in each probe cycle of a suspended-scale launch.
+    #[arg(long, default_value_t = 20)]
+    scale_probes: usize,
+    /// Probe cycles of a suspended-scale launch.
+    #[arg(long, default_value_t = 5)]
+    scale_cycles: usize,
     /// The chaos soak's `report.json` (written by `scripts/soak.sh`), whose checks and
     /// figures go into the report; without it the soak's goal is "not measured".
     #[arg(long)]
@@ -645,6 +658,34 @@ async fn main() -> anyhow::Result<()> {
     bench
         .budget_stage(&plan, &mut measured, &mut tag, |m| checkpoint(m).map(drop))
         .await?;
+    if let (false, Some(native_dir), Some(wasm_dir)) = (
+        cli.suspended_scale_n.is_empty(),
+        &cli.native_dir,
+        &cli.wasm_dir,
+    ) {
+        let builds = mixed::Builds {
+            native_dir: std::path::absolute(native_dir)?,
+            wasm_dir: std::path::absolute(wasm_dir)?,
+        };
+        bench.apply_generator_crd().await?;
+        kube_wasm_parity::crds::install(&bench.client).await;
+        let mut ns = cli.suspended_scale_n.clone();
+        ns.sort_unstable();
+        for n in ns {
+            let what = format!("{n} suspended modules of the mixed kinds");
+            eprintln!("bench: {what}");
+            let startup_timeout = Duration::from_secs(1800);
+            let probes = (cli.scale_probes, cli.scale_cycles);
+            match bench
+                .suspended_scale(n, &builds, probes, startup_timeout, &tag())
+                .await
+            {
+                Ok(scale) => measured.suspended_scale.push(scale),
+                Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+            }
+            checkpoint(&measured)?;
+        }
+    }
     let report = checkpoint(&measured)?;
     for goal in &report.goals {
         eprintln!(

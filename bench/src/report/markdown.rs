@@ -282,6 +282,7 @@ impl Report {
         s.push_str(&super::levers::section(m));
         s.push_str(&super::mixed::section(m));
         s.push_str(&super::budget::section(m));
+        s.push_str(&super::suspended_scale::section(m));
         s.push_str(&super::cold_start::section(m));
         s.push_str(&super::replicas::section(m));
         s.push_str(&super::soak::section(m));
