@@ -130,7 +130,7 @@ struct Cli {
     /// a value skips them):
     /// for each N and each of native, wasm and wasm-suspend, the smallest cgroup memory
     /// limit the ring still runs in (see `kube_wasm_bench::budget`). Needs root.
-    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "10,100,1000")]
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1,10,100,1000")]
     budget_n: Vec<usize>,
     /// Controller counts of the edge fleet's budgets (the five examples round-robin, each
     /// answering a change of its own every cycle; comma-separated; the option without a value
