@@ -7,7 +7,10 @@
 #
 #   scripts/bench.sh [--quick] [kube-wasm-bench options…]   (scripts/bench.sh --help for them)
 #   scripts/bench.sh --go       # only the Go workload (issue #43): writes go.md and go.json
-#   scripts/bench.sh --render   # the book's report page and plots again from its report.json
+#   scripts/bench.sh --render [--soak-report SOAK.json]   # the book's report page and plots
+#                               # again from its report.json (with a soak run on its own)
+#   scripts/bench.sh --soak 60m [--soak-modules 1000] …   # first the chaos soak (scripts/soak.sh)
+#                               # at that size, its checks and figures then in the report
 #
 # Builds release binaries once: host-shim and the driver, the native ring controller (its own
 # feature resolution, as a user builds it), and the ring controller and the examples for
@@ -19,7 +22,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 if [[ ${1:-} == --render ]]; then
-  cargo run --quiet --release -p kube-wasm-bench --bin kube-wasm-bench-render
+  cargo run --quiet --release -p kube-wasm-bench --bin kube-wasm-bench-render -- "${@:2}"
   exit 0
 fi
 
@@ -32,6 +35,17 @@ done
 
 target=${CARGO_TARGET_DIR:-$PWD/target}
 out=${BENCH_OUT:-$PWD/target/bench}
+
+# --soak DURATION and --soak-modules N are this script's; the rest goes to the driver.
+soak_duration="" soak_modules=1000 bench_args=()
+while (($#)); do
+  case $1 in
+    --soak) soak_duration=$2; shift 2 ;;
+    --soak-modules) soak_modules=$2; shift 2 ;;
+    *) bench_args+=("$1"); shift ;;
+  esac
+done
+set -- "${bench_args[@]}"
 examples=(configmap-mirror configmap-generator finalizer-controller store-reader multi-watch)
 
 step "toolchain: wasm32-wasip1 target"
@@ -70,6 +84,15 @@ step "Go: examples/go-configmap-mirror natively and as a reactor module (scripts
   GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$target/wasm32-wasip1/release/go-configmap-mirror.wasm" .
 )
 
+soak_args=()
+if [[ -n $soak_duration ]]; then
+  step "the chaos soak: $soak_modules modules for $soak_duration (scripts/soak.sh; its own control plane and debug builds)"
+  rm -f "$out/soak/report.json"
+  SOAK_OUT="$out/soak" scripts/soak.sh --duration "$soak_duration" --modules "$soak_modules" \
+    --converge-timeout 600s || echo "soak: exit $? (its report says which check failed)" >&2
+  [[ -f $out/soak/report.json ]] && soak_args=(--soak-report "$out/soak/report.json")
+fi
+
 step "start a control plane"
 cp_dir=$(mktemp -d "${TMPDIR:-/tmp}/kube-wasm-bench-cp.XXXXXX")
 trap 'scripts/control-plane.sh stop "$cp_dir" || true' EXIT
@@ -99,4 +122,5 @@ done
   --go-wasm "$target/wasm32-wasip1/release/go-configmap-mirror.wasm" \
   --out "$out" \
   --book docs/src/benchmarks \
+  "${soak_args[@]}" \
   "$@"

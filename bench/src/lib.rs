@@ -4,7 +4,8 @@
 //! ([`fleet`]), the memory levers before/after ([`levers`]), the cold start ([`cold_start`]), fleets of
 //! distinct controllers ([`mixed`]), Go controllers ([`go`]), process memory ([`memory`]), sample
 //! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
-//! host replicas sharing a fleet ([`replicas`]) and the report ([`report`]) of
+//! host replicas sharing a fleet ([`replicas`]), suspended modules by the thousand
+//! ([`suspended_scale`]) and the report ([`report`]) of
 //! `kube-wasm-bench`; and the chaos soak of `kube-wasm-soak` ([`soak`]).
 
 // Not published: its docs describe the internals too, so they link private items (which
@@ -30,4 +31,5 @@ pub mod report;
 pub mod soak;
 pub mod statics;
 pub mod stats;
+pub mod suspended_scale;
 pub mod workloads;

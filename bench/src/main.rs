@@ -130,7 +130,7 @@ struct Cli {
     /// a value skips them):
     /// for each N and each of native, wasm and wasm-suspend, the smallest cgroup memory
     /// limit the ring still runs in (see `kube_wasm_bench::budget`). Needs root.
-    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "10,100,1000")]
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1,10,100,1000")]
     budget_n: Vec<usize>,
     /// Controller counts of the edge fleet's budgets (the five examples round-robin, each
     /// answering a change of its own every cycle; comma-separated; the option without a value
@@ -170,6 +170,23 @@ struct Cli {
     /// Ring controllers of the levers' budgets.
     #[arg(long, default_value_t = 100)]
     budget_lever_n: usize,
+    /// Module counts of the suspended-scale launches (comma-separated; the option without a
+    /// value skips them): N modules of the mixed fleet's kinds in one host that suspends idle
+    /// modules — start-up, memory and snapshots once settled, and the latency and host CPU
+    /// per event of the same probe instances at every N (see
+    /// `kube_wasm_bench::suspended_scale`). Needs --native-dir and --wasm-dir.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "100,10000")]
+    suspended_scale_n: Vec<usize>,
+    /// Example instances changed in each probe cycle of a suspended-scale launch.
+    #[arg(long, default_value_t = 20)]
+    scale_probes: usize,
+    /// Probe cycles of a suspended-scale launch.
+    #[arg(long, default_value_t = 5)]
+    scale_cycles: usize,
+    /// The chaos soak's `report.json` (written by `scripts/soak.sh`), whose checks and
+    /// figures go into the report; without it the soak's goal is "not measured".
+    #[arg(long)]
+    soak_report: Option<PathBuf>,
     /// Small and fast: N = 1,2,5, 10 cycles, 2 warm-up, 1 run, K = 50, 3 s settle, 50
     /// instantiations, resume curve at 0, 4 and 16 MiB with 2 resumes each, cold start of at
     /// most 20 modules, mixed fleet budgets of at most 18 controllers (replacing those
@@ -309,6 +326,18 @@ async fn main() -> anyhow::Result<()> {
     require_file(&cli.ring_native, "the native ring controller")?;
     require_file(&cli.ring_wasm, "the ring controller module")?;
     require_file(&cli.audit_log, "the audit log")?;
+    let soak = cli
+        .soak_report
+        .as_ref()
+        .map(
+            |path| -> anyhow::Result<kube_wasm_bench::soak::report::Summary> {
+                let text = std::fs::read(path)
+                    .with_context(|| format!("reading the soak report {}", path.display()))?;
+                serde_json::from_slice(&text)
+                    .with_context(|| format!("parsing the soak report {}", path.display()))
+            },
+        )
+        .transpose()?;
     // The host reads module paths relative to its manifest's folder.
     for wasm in &mut cli.example_wasm {
         require_file(wasm, "an example module")?;
@@ -582,6 +611,7 @@ async fn main() -> anyhow::Result<()> {
         cold_start,
         replicas,
         replicas_skipped,
+        soak,
         ..Measured::default()
     };
     let book = cli.book.clone();
@@ -646,6 +676,34 @@ async fn main() -> anyhow::Result<()> {
     bench
         .budget_stage(&plan, &mut measured, &mut tag, |m| checkpoint(m).map(drop))
         .await?;
+    if let (false, Some(native_dir), Some(wasm_dir)) = (
+        cli.suspended_scale_n.is_empty(),
+        &cli.native_dir,
+        &cli.wasm_dir,
+    ) {
+        let builds = mixed::Builds {
+            native_dir: std::path::absolute(native_dir)?,
+            wasm_dir: std::path::absolute(wasm_dir)?,
+        };
+        bench.apply_generator_crd().await?;
+        kube_wasm_parity::crds::install(&bench.client).await;
+        let mut ns = cli.suspended_scale_n.clone();
+        ns.sort_unstable();
+        for n in ns {
+            let what = format!("{n} suspended modules of the mixed kinds");
+            eprintln!("bench: {what}");
+            let startup_timeout = Duration::from_secs(1800);
+            let probes = (cli.scale_probes, cli.scale_cycles);
+            match bench
+                .suspended_scale(n, &builds, probes, startup_timeout, &tag())
+                .await
+            {
+                Ok(scale) => measured.suspended_scale.push(scale),
+                Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
+            }
+            checkpoint(&measured)?;
+        }
+    }
     let report = checkpoint(&measured)?;
     for goal in &report.goals {
         eprintln!(

@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use futures::{StreamExt as _, TryStreamExt as _};
 use kube_wasm_e2e::kubeconfig_of;
 use kube_wasm_e2e::manifest::Entry;
 use serde::{Deserialize, Serialize};
@@ -191,12 +192,18 @@ impl Bench {
         kinds: &[&'static str],
         namespaces: &[String],
     ) -> anyhow::Result<()> {
-        for (i, namespace) in namespaces.iter().enumerate() {
-            cluster::create_namespace(&self.client, namespace).await?;
-            if kind_of(kinds, i) == "ring-controller" {
-                cluster::create_namespace(&self.client, &ring_source(namespace)).await?;
-            }
-        }
+        let sources = namespaces
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| kind_of(kinds, *i) == "ring-controller")
+            .map(|(_, namespace)| ring_source(namespace));
+        let all: Vec<String> = namespaces.iter().cloned().chain(sources).collect();
+        // Thousands of namespaces: a few dozen requests in flight, not one after another.
+        futures::stream::iter(&all)
+            .map(|namespace| cluster::create_namespace(&self.client, namespace))
+            .buffer_unordered(32)
+            .try_collect::<Vec<()>>()
+            .await?;
         Ok(())
     }
 

@@ -2,7 +2,8 @@
 //! host, beside hostile modules, while kube-apiserver and etcd are restarted, connections to
 //! the API server cut and the host SIGKILLed and started again; checks that nothing was lost,
 //! the host's memory stayed bounded and no healthy module stalled longer than the bound.
-//! Prints the report, writes it to `OUT/report.txt`, exits 1 when a check fails.
+//! Prints the report, writes it to `OUT/report.txt` and its figures to `OUT/report.json` (for
+//! `kube-wasm-bench --soak-report`), exits 1 when a check fails.
 //! `scripts/soak.sh` builds everything, starts a control plane and runs it.
 
 use std::path::PathBuf;
@@ -162,7 +163,10 @@ async fn main() -> anyhow::Result<ExitCode> {
     print!("{text}");
     let path = cli.out.join("report.txt");
     std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("soak: wrote {}", path.display());
+    let json = cli.out.join("report.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(&report.summary())?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    eprintln!("soak: wrote {} and {}", path.display(), json.display());
     Ok(if report.passed() {
         ExitCode::SUCCESS
     } else {

@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::figures::Figures;
 use super::goals::{Goal, goals};
 use super::measured::Measured;
-use super::{budget, cold_start, mixed, replicas, scale};
+use super::{budget, cold_start, mixed, replicas, scale, soak, suspended_scale};
 
 /// The whole report, as written to `report.json`.
 #[derive(Debug, Clone, Serialize)]
@@ -30,6 +30,8 @@ impl Report {
         goals.extend(replicas::goals(&measured));
         goals.extend(budget::goals(&measured));
         goals.extend(scale::goals(&measured));
+        goals.push(suspended_scale::goal(&measured));
+        goals.push(soak::goal(&measured));
         Self {
             goals,
             figures,

@@ -282,8 +282,10 @@ impl Report {
         s.push_str(&super::levers::section(m));
         s.push_str(&super::mixed::section(m));
         s.push_str(&super::budget::section(m));
+        s.push_str(&super::suspended_scale::section(m));
         s.push_str(&super::cold_start::section(m));
         s.push_str(&super::replicas::section(m));
+        s.push_str(&super::soak::section(m));
         if !plots.is_empty() {
             s.push_str("\n## Plots\n\n");
             for name in plots {

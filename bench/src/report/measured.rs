@@ -72,6 +72,12 @@ pub struct Measured {
     /// them).
     #[serde(default)]
     pub incomplete: Vec<String>,
+    /// Launches of N suspended modules of the mixed kinds (empty when they did not run).
+    #[serde(default)]
+    pub suspended_scale: Vec<crate::suspended_scale::SuspendedScale>,
+    /// The chaos soak's figures (`scripts/soak.sh`'s `report.json`), if one was handed in.
+    #[serde(default)]
+    pub soak: Option<crate::soak::report::Summary>,
 }
 
 impl Measured {

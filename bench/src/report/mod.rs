@@ -7,7 +7,7 @@
 //! goals and whether each holds), [`document`] (the whole report, `report.json`), [`format`]
 //! (figures as text), [`markdown`] and [`plots`] (the two renderings), [`replicas`] (the
 //! replicas workload's goals and section), [`cold_start`] (the cold start's goal and section), [`levers`] (each lever
-//! before/after), [`mixed`] (the fleets of distinct controllers), [`budget`] (memory budgets and idle CPU), [`scale`] (how the ring grows with N). This
+//! before/after), [`mixed`] (the fleets of distinct controllers), [`budget`] (memory budgets and idle CPU), [`scale`] (how the ring grows with N), [`suspended_scale`] (suspended modules by the thousand), [`soak`] (the chaos soak's verdict). This
 //! file writes them.
 
 mod budget;
@@ -24,6 +24,8 @@ mod mixed;
 mod plots;
 mod replicas;
 mod scale;
+mod soak;
+mod suspended_scale;
 
 use std::path::{Path, PathBuf};
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::chaos::Event;
 use super::downtime::Downtime;
@@ -21,6 +21,10 @@ use crate::stats;
 pub struct Measured {
     /// Lines describing the run's parameters.
     pub parameters: Vec<String>,
+    /// Healthy modules (configmap-mirror, each in its own namespace).
+    pub modules: usize,
+    /// How long the traffic and the chaos ran, in seconds.
+    pub duration_secs: f64,
     /// Every change with when it was reconciled (the sources' creation included: sequence
     /// number 0).
     pub outcomes: Vec<Outcome>,
@@ -56,7 +60,7 @@ pub struct Measured {
 }
 
 /// One check and whether it holds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// What is checked.
     pub name: String,
@@ -64,6 +68,37 @@ pub struct Check {
     pub figure: String,
     /// Whether it holds.
     pub holds: bool,
+}
+
+/// A run's figures and checks as `report.json` holds them, for the benchmark's report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Healthy modules.
+    pub modules: usize,
+    /// How long the traffic and the chaos ran, in seconds.
+    pub duration_secs: f64,
+    /// The run's parameters, one line each (as the text report's head).
+    pub parameters: Vec<String>,
+    /// Changes made after the sources were created.
+    pub changes: usize,
+    /// Changes (the sources' creation included) never reconciled.
+    pub lost: usize,
+    /// Event→reconcile latency of the traffic's changes, p50 and p99, in seconds.
+    pub latency_p50_secs: Option<f64>,
+    /// The same, p99.
+    pub latency_p99_secs: Option<f64>,
+    /// Disruptions carried out or tried.
+    pub disruptions: usize,
+    /// Seconds the API server was down.
+    pub downtime_secs: f64,
+    /// The host's PSS per incarnation: `(incarnation, trend)`; `None`: too few samples.
+    pub memory: Vec<(usize, Option<Trend>)>,
+    /// Restarts of healthy modules by the host, summed over incarnations.
+    pub healthy_restarts: u64,
+    /// The checks, in report order.
+    pub checks: Vec<Check>,
+    /// Whether every check holds.
+    pub passed: bool,
 }
 
 /// The figures and checks of a run.
@@ -257,6 +292,52 @@ impl Report {
         }
     }
 
+    /// Latencies of the traffic's changes that were reconciled, in seconds.
+    fn latencies(&self) -> Vec<f64> {
+        self.traffic().filter_map(Outcome::latency).collect()
+    }
+
+    /// Restarts of healthy modules (`(healthy, by hostile spec)`), summed over incarnations.
+    fn restarts(&self) -> (u64, BTreeMap<&str, u64>) {
+        let m = &self.measured;
+        let mut healthy = 0;
+        let mut hostile: BTreeMap<&str, u64> = BTreeMap::new();
+        for counters in m.host.restarts.values() {
+            for (module, n) in counters {
+                match m.hostile.iter().find(|(name, _)| name == module) {
+                    Some((_, spec)) => *hostile.entry(spec).or_default() += n,
+                    None => healthy += n,
+                }
+            }
+        }
+        (healthy, hostile)
+    }
+
+    /// The figures and checks for `report.json`.
+    pub fn summary(&self) -> Summary {
+        let m = &self.measured;
+        let latencies = self.latencies();
+        Summary {
+            modules: m.modules,
+            duration_secs: m.duration_secs,
+            parameters: m.parameters.clone(),
+            changes: self.traffic().count(),
+            lost: self.lost(),
+            latency_p50_secs: stats::percentile(&latencies, 50.0),
+            latency_p99_secs: stats::percentile(&latencies, 99.0),
+            disruptions: m.events.len(),
+            downtime_secs: m.downtime.total(),
+            memory: self
+                .trends()
+                .into_iter()
+                .map(|(incarnation, _, trend)| (incarnation, trend))
+                .collect(),
+            healthy_restarts: self.restarts().0,
+            checks: self.checks.clone(),
+            passed: self.passed(),
+        }
+    }
+
     /// The report as text.
     pub fn text(&self) -> String {
         let m = &self.measured;
@@ -284,7 +365,7 @@ impl Report {
             );
         }
 
-        let latencies: Vec<f64> = self.traffic().filter_map(Outcome::latency).collect();
+        let latencies = self.latencies();
         let pct = |p: f64| stats::percentile(&latencies, p).map_or("-".into(), secs);
         let _ = writeln!(t, "\nchanges:");
         let _ = writeln!(
@@ -347,16 +428,7 @@ impl Report {
             };
             let _ = writeln!(t, "  incarnation {incarnation}: {line}");
         }
-        let mut healthy = 0;
-        let mut hostile: BTreeMap<&str, u64> = BTreeMap::new();
-        for counters in m.host.restarts.values() {
-            for (module, n) in counters {
-                match m.hostile.iter().find(|(name, _)| name == module) {
-                    Some((_, spec)) => *hostile.entry(spec).or_default() += n,
-                    None => healthy += n,
-                }
-            }
-        }
+        let (healthy, hostile) = self.restarts();
         let hostile: Vec<String> = hostile.iter().map(|(s, n)| format!("{s} {n}")).collect();
         let _ = writeln!(
             t,
@@ -472,5 +544,32 @@ mod tests {
             s.pss_kib += i as u64 * 1024;
         }
         assert_eq!(holds(&Report::new(m)), [true, false, true, true, true]);
+    }
+
+    #[test]
+    fn the_summary_holds_the_figures_and_round_trips_through_json() {
+        let mut m = measured();
+        m.modules = 2;
+        m.duration_secs = 90.0;
+        m.outcomes.push(outcome(0, 3, 50.0, None));
+        let r = Report::new(m);
+        let summary = r.summary();
+        assert_eq!((summary.modules, summary.duration_secs), (2, 90.0));
+        // Three changes after the sources' creation, one never reconciled.
+        assert_eq!((summary.changes, summary.lost), (3, 1));
+        // Nearest rank over the two reconciled: 0.25 s and 15 s.
+        assert_eq!(
+            (summary.latency_p50_secs, summary.latency_p99_secs),
+            (Some(0.25), Some(15.0))
+        );
+        assert_eq!(summary.memory.len(), 1);
+        assert!(summary.memory[0].1.as_ref().is_some_and(|t| t.bounded));
+        assert_eq!(summary.checks, r.checks);
+        assert!(!summary.passed);
+        let json = serde_json::to_string(&summary).expect("serialises");
+        assert_eq!(
+            serde_json::from_str::<Summary>(&json).expect("deserialises"),
+            summary
+        );
     }
 }

@@ -310,6 +310,8 @@ pub async fn run(config: &Config) -> anyhow::Result<Report> {
     let outcomes = ledger.lock().unwrap_or_else(|e| e.into_inner()).outcomes();
     Ok(Report::new(Measured {
         parameters,
+        modules: config.modules,
+        duration_secs: config.duration.as_secs_f64(),
         outcomes,
         startup_secs,
         converge_secs,

@@ -3,7 +3,7 @@
 //! later third above the earlier one; medians make a single spike (a module filling its memory
 //! cap before the host kills it) count for nothing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats;
 
@@ -18,7 +18,7 @@ pub struct Tolerance {
 }
 
 /// The verdict on one series of samples.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trend {
     /// Samples judged (those after the warm-up).
     pub samples: usize,
