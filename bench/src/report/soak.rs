@@ -49,7 +49,11 @@ pub(super) fn goal(m: &Measured) -> Goal {
 }
 
 fn secs(s: Option<f64>) -> String {
-    s.map_or("–".into(), |s| format!("{:.0} ms", s * 1000.0))
+    match s {
+        None => "–".into(),
+        Some(s) if s < 1.0 => format!("{:.0} ms", s * 1000.0),
+        Some(s) => format!("{s:.1} s"),
+    }
 }
 
 /// The soak's section: parameters, checks, latency and memory per incarnation.
