@@ -6,9 +6,11 @@
 //! proportional to the modules the event concerns, not to N — the event→reconcile latency
 //! and the host's CPU time per event of the same few **probe** instances (the first
 //! instances of the five examples, whose answers [`crate::reactions`] knows), each probe
-//! cycle one change to each of them.
+//! cycle one change to each of them. The host's CPU while the fleet is left alone (timers of
+//! N modules: store-reader ticks every second) is measured just before the probes, and that
+//! background rate is taken out of the probes' CPU time.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -42,13 +44,31 @@ pub struct SuspendedScale {
     pub snapshot_bytes: u64,
     /// Upstream watches the host held then.
     pub upstream_watches: u64,
+    /// The host's CPU time while the settled fleet was left alone for [`IDLE_WINDOW`], in
+    /// ms per second.
+    pub idle_cpu_ms_per_sec: f64,
     /// Probe instances, each changed once a cycle.
     pub probes: usize,
-    /// Every probe's event→reconcile latency in every cycle, in ms.
-    pub latency_ms: Vec<f64>,
-    /// The host's CPU time over the probe cycles divided by the changes made, in ms.
+    /// Every probe's event→reconcile latency in every cycle, in ms, by kind.
+    pub latency_by_kind_ms: BTreeMap<String, Vec<f64>>,
+    /// The host's CPU time over the probe cycles less the idle rate over as long, divided by
+    /// the changes made, in ms (0 if the idle rate covers it).
     pub cpu_ms_per_event: f64,
 }
+
+impl SuspendedScale {
+    /// Every probe latency, in ms.
+    pub fn latencies(&self) -> Vec<f64> {
+        self.latency_by_kind_ms
+            .values()
+            .flatten()
+            .copied()
+            .collect()
+    }
+}
+
+/// How long the settled fleet is left alone to measure the host's idle CPU.
+pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
 /// How long the count of suspended modules must hold still to count as settled.
 pub const SETTLED: Duration = Duration::from_secs(20);
@@ -105,9 +125,16 @@ impl Bench {
             .host_metrics()?
             .context("the host's metrics, once settled")?;
 
+        let idle_from = fleet.cpu_time()?;
+        tokio::time::sleep(IDLE_WINDOW).await;
+        let idle_cpu_ms_per_sec = fleet.cpu_time()?.saturating_sub(idle_from).as_secs_f64()
+            * 1000.0
+            / IDLE_WINDOW.as_secs_f64();
+
         let probed = probe_instances(n, probes);
         let cpu_before = fleet.cpu_time()?;
-        let mut latency_ms = Vec::with_capacity(probed.len() * cycles);
+        let probing = Instant::now();
+        let mut latency_by_kind_ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for cycle in 0..cycles {
             let mut pending = HashMap::with_capacity(probed.len());
             for &i in &probed {
@@ -121,9 +148,17 @@ impl Bench {
             let answered = reactions::await_all(&mut seen, pending, self.params.cycle_timeout)
                 .await
                 .with_context(|| format!("N = {n}, probe cycle {cycle}"))?;
-            latency_ms.extend(answered.into_iter().map(|(_, ms)| ms));
+            for (namespace, ms) in answered {
+                let i = namespaces.iter().position(|ns| *ns == namespace);
+                let kind = i.map_or("unknown", |i| kind_of(&MIXED_KINDS, i));
+                latency_by_kind_ms
+                    .entry(kind.to_owned())
+                    .or_default()
+                    .push(ms);
+            }
         }
-        let cpu = fleet.cpu_time()?.saturating_sub(cpu_before);
+        let probe_cpu_ms = fleet.cpu_time()?.saturating_sub(cpu_before).as_secs_f64() * 1000.0;
+        let background_ms = idle_cpu_ms_per_sec * probing.elapsed().as_secs_f64();
         fleet.check_alive()?;
         fleet.stop(Duration::from_secs(30))?;
         let events = (probed.len() * cycles).max(1);
@@ -136,9 +171,10 @@ impl Bench {
             idle,
             snapshot_bytes: metrics.snapshot_bytes,
             upstream_watches: metrics.upstream_watches,
+            idle_cpu_ms_per_sec,
             probes: probed.len(),
-            latency_ms,
-            cpu_ms_per_event: cpu.as_secs_f64() * 1000.0 / events as f64,
+            latency_by_kind_ms,
+            cpu_ms_per_event: (probe_cpu_ms - background_ms).max(0.0) / events as f64,
         })
     }
 }
