@@ -121,9 +121,7 @@ impl Bench {
         let suspended = settle_suspended(&mut fleet, timeout).await?;
         let suspended_secs = started.elapsed().saturating_sub(SETTLED).as_secs_f64();
         let idle = fleet.memory()?;
-        let metrics = fleet
-            .host_metrics()?
-            .context("the host's metrics, once settled")?;
+        let metrics = scrape(&fleet, 5).context("the host's metrics, once settled")?;
 
         let idle_from = fleet.cpu_time()?;
         tokio::time::sleep(IDLE_WINDOW).await;
@@ -190,7 +188,16 @@ async fn settle_suspended(fleet: &mut Fleet, timeout: Duration) -> anyhow::Resul
     let mut last = (u64::MAX, Instant::now());
     loop {
         fleet.check_alive()?;
-        let now = fleet.host_metrics()?.map_or(0, |m| m.suspended_modules);
+        // A host busy with thousands of modules may not answer a scrape in time: try again.
+        let Ok(Some(metrics)) = fleet.host_metrics() else {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the host's metrics did not answer within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        let now = metrics.suspended_modules;
         if now != last.0 {
             last = (now, Instant::now());
         } else if now > 0 && last.1.elapsed() >= SETTLED {
@@ -202,6 +209,24 @@ async fn settle_suspended(fleet: &mut Fleet, timeout: Duration) -> anyhow::Resul
         );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// The host's metrics, trying up to `attempts` times a second apart (a host busy with
+/// thousands of modules may not answer one scrape within its timeout).
+///
+/// # Errors
+/// The last attempt's error, if none answered.
+fn scrape(fleet: &Fleet, attempts: usize) -> anyhow::Result<crate::fleet::HostMetrics> {
+    let mut last = anyhow::anyhow!("no attempt");
+    for _ in 0..attempts.max(1) {
+        match fleet.host_metrics() {
+            Ok(Some(metrics)) => return Ok(metrics),
+            Ok(None) => anyhow::bail!("not a host"),
+            Err(err) => last = err,
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    Err(last)
 }
 
 #[cfg(test)]
