@@ -121,7 +121,9 @@ impl Bench {
         let suspended = settle_suspended(&mut fleet, timeout).await?;
         let suspended_secs = started.elapsed().saturating_sub(SETTLED).as_secs_f64();
         let idle = fleet.memory()?;
-        let metrics = scrape(&fleet, 5).context("the host's metrics, once settled")?;
+        let metrics = scrape(&fleet, 5)
+            .await
+            .context("the host's metrics, once settled")?;
 
         let idle_from = fleet.cpu_time()?;
         tokio::time::sleep(IDLE_WINDOW).await;
@@ -135,6 +137,7 @@ impl Bench {
         let mut latency_by_kind_ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for cycle in 0..cycles {
             let mut pending = HashMap::with_capacity(probed.len());
+            let mut kind_in = HashMap::with_capacity(probed.len());
             for &i in &probed {
                 let since = now_micros();
                 let kind = kind_of(&MIXED_KINDS, i);
@@ -142,13 +145,16 @@ impl Bench {
                     .await?
                     .context("a probe is an example, which answers")?;
                 pending.insert(namespaces[i].clone(), (reaction, since));
+                kind_in.insert(namespaces[i].as_str(), kind);
             }
             let answered = reactions::await_all(&mut seen, pending, self.params.cycle_timeout)
                 .await
                 .with_context(|| format!("N = {n}, probe cycle {cycle}"))?;
             for (namespace, ms) in answered {
-                let i = namespaces.iter().position(|ns| *ns == namespace);
-                let kind = i.map_or("unknown", |i| kind_of(&MIXED_KINDS, i));
+                let kind = kind_in
+                    .get(namespace.as_str())
+                    .copied()
+                    .unwrap_or("unknown");
                 latency_by_kind_ms
                     .entry(kind.to_owned())
                     .or_default()
@@ -216,7 +222,7 @@ async fn settle_suspended(fleet: &mut Fleet, timeout: Duration) -> anyhow::Resul
 ///
 /// # Errors
 /// The last attempt's error, if none answered.
-fn scrape(fleet: &Fleet, attempts: usize) -> anyhow::Result<crate::fleet::HostMetrics> {
+async fn scrape(fleet: &Fleet, attempts: usize) -> anyhow::Result<crate::fleet::HostMetrics> {
     let mut last = anyhow::anyhow!("no attempt");
     for _ in 0..attempts.max(1) {
         match fleet.host_metrics() {
@@ -224,7 +230,7 @@ fn scrape(fleet: &Fleet, attempts: usize) -> anyhow::Result<crate::fleet::HostMe
             Ok(None) => anyhow::bail!("not a host"),
             Err(err) => last = err,
         }
-        std::thread::sleep(Duration::from_secs(1));
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
     Err(last)
 }
