@@ -61,7 +61,7 @@ impl Bench {
     ///
     /// # Errors
     /// If the apiserver refuses one or does not establish it within a minute.
-    async fn install_parity_crds(&self) -> anyhow::Result<()> {
+    pub async fn install_parity_crds(&self) -> anyhow::Result<()> {
         let client = self.client.clone();
         tokio::spawn(async move { kube_wasm_parity::crds::install(&client).await })
             .await

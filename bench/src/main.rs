@@ -328,15 +328,8 @@ async fn main() -> anyhow::Result<()> {
     require_file(&cli.audit_log, "the audit log")?;
     let soak = cli
         .soak_report
-        .as_ref()
-        .map(
-            |path| -> anyhow::Result<kube_wasm_bench::soak::report::Summary> {
-                let text = std::fs::read(path)
-                    .with_context(|| format!("reading the soak report {}", path.display()))?;
-                serde_json::from_slice(&text)
-                    .with_context(|| format!("parsing the soak report {}", path.display()))
-            },
-        )
+        .as_deref()
+        .map(kube_wasm_bench::soak::report::Summary::read)
         .transpose()?;
     // The host reads module paths relative to its manifest's folder.
     for wasm in &mut cli.example_wasm {
@@ -533,16 +526,18 @@ async fn main() -> anyhow::Result<()> {
             )
             .await?;
     }
-    let mut mixed = Vec::new();
-    if let (true, Some(native_dir), Some(wasm_dir)) =
-        (cli.mixed_n > 0, &cli.native_dir, &cli.wasm_dir)
-    {
-        let builds = mixed::Builds {
+    // Every kind's builds, natively and as modules: the fleets of distinct kinds need them.
+    let builds = match (&cli.native_dir, &cli.wasm_dir) {
+        (Some(native_dir), Some(wasm_dir)) => Some(mixed::Builds {
             native_dir: std::path::absolute(native_dir)?,
             wasm_dir: std::path::absolute(wasm_dir)?,
-        };
+        }),
+        _ => None,
+    };
+    let mut mixed = Vec::new();
+    if let (true, Some(builds)) = (cli.mixed_n > 0, &builds) {
         bench.apply_generator_crd().await?;
-        kube_wasm_parity::crds::install(&bench.client).await;
+        bench.install_parity_crds().await?;
         for (fleet, kinds, n) in [
             ("mixed", &mixed::MIXED_KINDS[..], cli.mixed_n),
             ("edge", &mixed::EXAMPLES[..], mixed::EXAMPLES.len()),
@@ -550,7 +545,7 @@ async fn main() -> anyhow::Result<()> {
             launch += 1;
             mixed.extend(
                 bench
-                    .mixed(fleet, kinds, n, &builds, &format!("b{stamp}-{launch}"))
+                    .mixed(fleet, kinds, n, builds, &format!("b{stamp}-{launch}"))
                     .await?,
             );
         }
@@ -625,17 +620,9 @@ async fn main() -> anyhow::Result<()> {
         Ok(report)
     };
     checkpoint(&measured)?;
-    let fleet_builds = match (&cli.native_dir, &cli.wasm_dir) {
-        (Some(native_dir), Some(wasm_dir))
-            if !cli.edge_budget_n.is_empty() || !cli.mixed_budget_n.is_empty() =>
-        {
-            Some(mixed::Builds {
-                native_dir: std::path::absolute(native_dir)?,
-                wasm_dir: std::path::absolute(wasm_dir)?,
-            })
-        }
-        _ => None,
-    };
+    let fleet_builds = builds
+        .clone()
+        .filter(|_| !cli.edge_budget_n.is_empty() || !cli.mixed_budget_n.is_empty());
     if !cli.budget_n.is_empty()
         || cli.idle_cpu_n > 0
         || !cli.budget_levers.is_empty()
@@ -676,17 +663,7 @@ async fn main() -> anyhow::Result<()> {
     bench
         .budget_stage(&plan, &mut measured, &mut tag, |m| checkpoint(m).map(drop))
         .await?;
-    if let (false, Some(native_dir), Some(wasm_dir)) = (
-        cli.suspended_scale_n.is_empty(),
-        &cli.native_dir,
-        &cli.wasm_dir,
-    ) {
-        let builds = mixed::Builds {
-            native_dir: std::path::absolute(native_dir)?,
-            wasm_dir: std::path::absolute(wasm_dir)?,
-        };
-        bench.apply_generator_crd().await?;
-        kube_wasm_parity::crds::install(&bench.client).await;
+    if let (false, Some(builds)) = (cli.suspended_scale_n.is_empty(), &builds) {
         let mut ns = cli.suspended_scale_n.clone();
         ns.sort_unstable();
         for n in ns {
@@ -695,7 +672,7 @@ async fn main() -> anyhow::Result<()> {
             let startup_timeout = Duration::from_secs(1800);
             let probes = (cli.scale_probes, cli.scale_cycles);
             match bench
-                .suspended_scale(n, &builds, probes, startup_timeout, &tag())
+                .suspended_scale(n, builds, probes, startup_timeout, &tag())
                 .await
             {
                 Ok(scale) => measured.suspended_scale.push(scale),

@@ -85,11 +85,11 @@ pub fn probe_instances(n: usize, probes: usize) -> Vec<usize> {
 impl Bench {
     /// Runs N modules of the mixed kinds in one host with suspension (see the module docs):
     /// `(probes, cycles)`: `probes` example instances are changed in each of `cycles` probe
-    /// cycles once the fleet has settled. The ConfigMapGenerator and parity CRDs must be
-    /// installed.
+    /// cycles once the fleet has settled. Installs the CRDs its kinds reconcile first (the
+    /// ConfigMapGenerator's and the parity scenarios').
     ///
     /// # Errors
-    /// If a build is missing, the host dies, the fleet does not start, or settle, within
+    /// If a build is missing, a CRD is refused, the host dies, the fleet does not start, or settle, within
     /// `timeout` each, or a probe's answer does not come within the cycle timeout.
     pub async fn suspended_scale(
         &self,
@@ -100,6 +100,8 @@ impl Bench {
         tag: &str,
     ) -> anyhow::Result<SuspendedScale> {
         builds.require(&MIXED_KINDS)?;
+        self.apply_generator_crd().await?;
+        self.install_parity_crds().await?;
         let namespaces: Vec<String> = (0..n).map(|i| format!("{tag}-{i}")).collect();
         self.create_namespaces(&MIXED_KINDS, &namespaces).await?;
         let mut seen = reactions::watch(&self.client, &format!("{tag}-"), &EXAMPLES);

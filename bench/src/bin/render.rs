@@ -19,11 +19,7 @@ fn main() -> anyhow::Result<()> {
     while let Some(arg) = args.next() {
         if arg == "--soak-report" {
             let path = PathBuf::from(args.next().context("--soak-report needs a path")?);
-            let text = std::fs::read(&path)
-                .with_context(|| format!("reading the soak report {}", path.display()))?;
-            let summary: Summary = serde_json::from_slice(&text)
-                .with_context(|| format!("parsing the soak report {}", path.display()))?;
-            soak = Some(summary);
+            soak = Some(Summary::read(&path)?);
         } else {
             json = PathBuf::from(arg);
         }

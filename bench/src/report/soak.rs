@@ -49,11 +49,7 @@ pub(super) fn goal(m: &Measured) -> Goal {
 }
 
 fn secs(s: Option<f64>) -> String {
-    match s {
-        None => "–".into(),
-        Some(s) if s < 1.0 => format!("{:.0} ms", s * 1000.0),
-        Some(s) => format!("{s:.1} s"),
-    }
+    s.map_or("–".into(), crate::soak::report::secs)
 }
 
 /// The soak's section: parameters, checks, latency and memory per incarnation.

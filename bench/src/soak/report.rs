@@ -101,6 +101,20 @@ pub struct Summary {
     pub passed: bool,
 }
 
+impl Summary {
+    /// The summary a soak wrote to `path` (its `report.json`).
+    ///
+    /// # Errors
+    /// If the file cannot be read or holds no summary.
+    pub fn read(path: &std::path::Path) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let text = std::fs::read(path)
+            .with_context(|| format!("reading the soak report {}", path.display()))?;
+        serde_json::from_slice(&text)
+            .with_context(|| format!("parsing the soak report {}", path.display()))
+    }
+}
+
 /// The figures and checks of a run.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -109,7 +123,8 @@ pub struct Report {
     pub checks: Vec<Check>,
 }
 
-fn secs(s: f64) -> String {
+/// Seconds as the report writes them: `250 ms` under a second, else `1.5 s`.
+pub(crate) fn secs(s: f64) -> String {
     if s < 1.0 {
         format!("{:.0} ms", s * 1000.0)
     } else {
