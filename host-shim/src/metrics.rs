@@ -19,6 +19,8 @@
 //! | `kube_wasm_shared_watch_subscribers` | gauge | | module watches and lists served by them now |
 //! | `kube_wasm_watch_cache_objects`, `kube_wasm_watch_cache_events`, `kube_wasm_watch_cache_bytes` | gauge | | objects, history events and their bytes held by the shared watches, read at each scrape |
 //! | `kube_wasm_cache_entries`, `kube_wasm_cache_bytes` | gauge | | precompiled modules in the cache folder and their size, read at each scrape |
+//! | `kube_wasm_instance_slots` | gauge | | module instances that may be resident at once ([`crate::runtime::instance_slots`]) |
+//! | `kube_wasm_instance_slot_waits` | gauge | | modules waiting for an instance slot now, to start or to resume |
 //! | `kube_wasm_upstream_http2_connections`, `kube_wasm_upstream_http2_streams` | gauge | | HTTP/2 connections to the API server (shared by every module and identity, see [`crate::upstream::http2`]) and the requests and watches open on them, read at each scrape |
 
 use std::sync::Arc;
@@ -121,6 +123,8 @@ pub struct Metrics {
     watch_cache_bytes: Gauge,
     http2_connections: Gauge,
     http2_streams: Gauge,
+    instance_slots: Gauge,
+    instance_slot_waits: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -160,6 +164,8 @@ impl Metrics {
             watch_cache_bytes: Gauge::default(),
             http2_connections: Gauge::default(),
             http2_streams: Gauge::default(),
+            instance_slots: Gauge::default(),
+            instance_slot_waits: Gauge::default(),
         };
         for (name, help, gauge) in [
             (
@@ -196,6 +202,17 @@ impl Metrics {
                 "upstream_http2_streams",
                 "Requests and watches open as streams on those connections",
                 &metrics.http2_streams,
+            ),
+            (
+                "instance_slots",
+                "Module instances that may be resident at once (the kernel's bound on memory \
+                 mappings, vm.max_map_count, or the host's setting)",
+                &metrics.instance_slots,
+            ),
+            (
+                "instance_slot_waits",
+                "Modules waiting for an instance slot now, to start or to resume",
+                &metrics.instance_slot_waits,
             ),
         ] {
             registry.register(name, help, gauge.clone());
@@ -398,9 +415,27 @@ impl Metrics {
     }
 
     /// Counts an upstream watch as open until the returned guard is dropped.
-    pub fn watch_opened(&self) -> OpenWatch {
+    pub fn watch_opened(&self) -> GaugeHold {
         self.watches.inc();
-        OpenWatch(self.watches.clone())
+        GaugeHold(self.watches.clone())
+    }
+
+    /// Sets how many module instances may be resident at once (see
+    /// [`crate::runtime::instance_slots`]).
+    pub fn set_instance_slots(&self, slots: usize) {
+        self.instance_slots
+            .set(i64::try_from(slots).unwrap_or(i64::MAX));
+    }
+
+    /// Counts a module as waiting for an instance slot until the returned guard is dropped.
+    pub fn waiting_for_instance_slot(&self) -> GaugeHold {
+        self.instance_slot_waits.inc();
+        GaugeHold(self.instance_slot_waits.clone())
+    }
+
+    /// How many modules wait for an instance slot now.
+    pub fn instance_slot_waits(&self) -> u64 {
+        u64::try_from(self.instance_slot_waits.get()).unwrap_or(0)
     }
 
     /// Sets the cache folder's entry count and size in bytes.
@@ -617,11 +652,12 @@ impl SuspendMetrics {
     }
 }
 
-/// An open upstream watch; dropping it counts the watch as closed.
+/// One held unit of a gauge (an open upstream watch, a module waiting for an instance slot);
+/// dropping it takes the unit back.
 #[derive(Debug)]
-pub struct OpenWatch(Gauge);
+pub struct GaugeHold(Gauge);
 
-impl Drop for OpenWatch {
+impl Drop for GaugeHold {
     fn drop(&mut self) {
         self.0.dec();
     }

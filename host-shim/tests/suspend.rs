@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{
-    Guest, Reply, Run, cache_dir, call_with_frame, fake_client, idle_upstream, test_settings,
+    Guest, Reply, Run, cache_dir, call_with_frame, fake_client, host_metric, idle_upstream,
+    test_settings,
 };
 use host_shim::runtime::module::EndReason;
 use host_shim::runtime::suspend::{SuspendPolicy, Suspendable};
@@ -75,16 +76,6 @@ fn metric(host: &Host, metric: &str, module: &str) -> u64 {
         .lines()
         .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
         .map_or(0, |v| v.parse::<f64>().expect("a number") as u64)
-}
-
-/// The value of the host-wide series `metric` (no labels), 0 if absent.
-fn host_metric(host: &Host, metric: &str) -> f64 {
-    let prefix = format!("{metric} ");
-    host.metrics()
-        .encode()
-        .lines()
-        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
-        .map_or(0.0, |v| v.parse::<f64>().expect("a number"))
 }
 
 /// Snapshot files anywhere under `dir`.

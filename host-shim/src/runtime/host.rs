@@ -17,6 +17,7 @@ use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
 use crate::runtime::func_refs;
+use crate::runtime::instance_slots::InstanceSlots;
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
 use crate::runtime::options::ModuleOptions;
@@ -77,6 +78,11 @@ pub struct Settings {
     /// calls through, and later compiles order them by that profile (see
     /// [`crate::runtime::func_refs`]); `false`: modules are compiled as they are. Default true.
     pub func_ref_profile: bool,
+    /// At most this many module instances resident at once; a module beyond waits to start
+    /// or resume until another is suspended or ends (see [`crate::runtime::instance_slots`]).
+    /// `None` (the default): as many as the kernel's bound on memory mappings
+    /// (`vm.max_map_count`) allows.
+    pub max_resident: Option<usize>,
 }
 
 /// How long a module must not have been entered before its stacks are released, unless the
@@ -101,6 +107,7 @@ impl Default for Settings {
             compiler: Compiler::InProcess,
             release_idle_stacks: Some(DEFAULT_RELEASE_IDLE_STACKS),
             func_ref_profile: true,
+            max_resident: None,
         }
     }
 }
@@ -136,6 +143,8 @@ pub(crate) struct HostInner {
     stacks: ReleasableStacks,
     /// Ticks the engine's epoch while a module is inside a guest entry.
     ticker: EpochTicker,
+    /// One per resident instance.
+    slots: InstanceSlots,
 }
 
 /// Runs kube-wasm modules against one API server. Cheap to clone.
@@ -192,6 +201,11 @@ impl Host {
                 .unwrap_or_else(|| suspend::default_base(settings.cache_dir.as_deref())),
         );
         let metrics = Metrics::new();
+        let slots = match settings.max_resident {
+            Some(n) => InstanceSlots::new(n, "the host's max_resident setting", metrics.clone()),
+            None => InstanceSlots::from_kernel(metrics.clone()),
+        };
+        tracing::debug!("{} module instances may be resident at once", slots.total());
         let watch_cache = settings
             .shared_watches
             .map(|sizes| WatchCache::new(sizes, settings.limits, metrics.clone()));
@@ -210,6 +224,7 @@ impl Host {
                 snapshots,
                 stacks,
                 ticker,
+                slots,
             }),
         })
     }
@@ -389,6 +404,7 @@ impl Host {
             entry_deadline: settings.entry_deadline,
             entry_tick_budget: settings.entry_tick_budget(),
             release_idle_stacks: settings.release_idle_stacks,
+            slots: &inner.slots,
         };
         module::run_module(&cx, module, stop).await
     }

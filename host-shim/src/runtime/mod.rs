@@ -8,7 +8,8 @@
 //! the dead pages of their shadow stacks ([`shadow_stack`]), as are the host threads' unused
 //! stacks ([`idle_stack`]), and the [`supervisor`] runs them all, restarting each as its
 //! [`restart`] policy says, with [`backoff`](crate::backoff). Each module's [`quota`]s bound
-//! what it can make the host hold.
+//! what it can make the host hold, and [`instance_slots`] how many instances are resident
+//! at once.
 //!
 //! [`Host`]: host::Host
 
@@ -22,6 +23,7 @@ pub mod host;
 pub(crate) mod idle;
 pub mod idle_stack;
 pub(crate) mod idle_state;
+pub mod instance_slots;
 pub(crate) mod memory_cap;
 pub mod merge_functions;
 pub mod module;

@@ -44,6 +44,8 @@ pub fn exported() -> Vec<Family> {
     metrics.observe_timer_lateness(took);
     metrics.count_resume_ahead();
     let _watch = metrics.watch_opened();
+    metrics.set_instance_slots(1);
+    let _waiting = metrics.waiting_for_instance_slot();
     metrics.set_cache(1, 4096);
     metrics.set_watch_cache(&CacheTotals {
         informers: 1,

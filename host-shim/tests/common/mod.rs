@@ -467,3 +467,13 @@ pub fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::
         .filter(|p| p.extension().is_some_and(|x| x == ext))
         .collect()
 }
+
+/// The value of `host`'s host-wide series `metric` (no labels), 0 if absent.
+pub fn host_metric(host: &Host, metric: &str) -> f64 {
+    let prefix = format!("{metric} ");
+    host.metrics()
+        .encode()
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+        .map_or(0.0, |v| v.parse::<f64>().expect("a number"))
+}

@@ -8,6 +8,7 @@ use wasmtime::Engine;
 
 use crate::metrics::Metrics;
 use crate::runtime::engine::EpochTicker;
+use crate::runtime::instance_slots::InstanceSlots;
 use crate::runtime::output::OutputTarget;
 use crate::runtime::suspend::LazySnapshotDir;
 use crate::upstream::identity::Identities;
@@ -44,4 +45,6 @@ pub(crate) struct ModuleContext<'a> {
     /// How long the module may go unentered before its idle stacks are released; `None`:
     /// never.
     pub(crate) release_idle_stacks: Option<Duration>,
+    /// One per resident instance: taken before instantiating, given back with the `Store`.
+    pub(crate) slots: &'a InstanceSlots,
 }

@@ -24,6 +24,10 @@
 //! Whatever way the module ends, all its live ops are aborted: their requests and watches are
 //! dropped, which closes them upstream.
 //!
+//! A module takes an [instance slot](crate::runtime::instance_slots) before its instance
+//! is made — at its start and at each resume — and gives it back with its `Store`: when it
+//! is suspended or ends. While it waits for one, the stop phase can still end it.
+//!
 //! # Idle stacks
 //!
 //! A module that has not been entered (`_start`, or a resume with the delivery it is for)
@@ -44,7 +48,8 @@
 //! # Suspended modules
 //!
 //! A module with a [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy) that has not been entered
-//! for its idle threshold, with no completion waiting, is suspended (see
+//! for its idle threshold, with no completion waiting and no answer to its own request due,
+//! is suspended (see
 //! [`crate::runtime::suspend`]): the loop snapshots it and drops its `Store`, keeping the host state, then waits on the same
 //! queue and stop phase. A snapshot that cannot be written leaves it resident. A completion
 //! for a live op restores it and is delivered; a stop request ends it exactly as it ends a
@@ -222,12 +227,6 @@ async fn run_inner(
             None
         }
     };
-    let running = Box::new(Running {
-        store: new_store(cx.engine, state),
-        instance: None,
-        exports: None,
-        held,
-    });
     let mut shell = Shell {
         completions: rx,
         phase: stop.subscribe(),
@@ -247,6 +246,17 @@ async fn run_inner(
         }),
         stacks: StackOwner::default(),
     };
+    let slot = match shell.take_slot(cx.slots, false).await {
+        Ok(slot) => slot,
+        Err(outcome) => return outcome,
+    };
+    let running = Box::new(Running {
+        store: new_store(cx.engine, state),
+        instance: None,
+        exports: None,
+        slot,
+        held,
+    });
     // The fiber stacks the module's stores allocate are counted to it, to be released
     // while it is idle.
     let stacks = shell.stacks.clone();

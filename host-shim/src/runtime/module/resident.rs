@@ -14,6 +14,7 @@ use super::outcome::{ModuleError, ModuleOutcome};
 use super::shell::Shell;
 use crate::runtime::abi::exports::{Entry, GuestExports, check_version};
 use crate::runtime::abi::spawn_op;
+use crate::runtime::instance_slots::InstanceSlot;
 use crate::runtime::ops::{OpKind, QueuedCompletion};
 use crate::runtime::quota::HeldBytes;
 use crate::runtime::state::HostState;
@@ -23,6 +24,9 @@ pub(super) struct Running {
     pub(super) store: Store<HostState>,
     pub(super) instance: Option<Instance>,
     pub(super) exports: Option<GuestExports>,
+    /// Its instance slot; after the `Store`, so that it is given back once the instance's
+    /// mappings are gone.
+    pub(super) slot: InstanceSlot,
     /// Its hold on the compiled module; last, so that it is dropped after the `Store`.
     pub(super) held: Held,
 }

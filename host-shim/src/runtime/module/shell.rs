@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::outcome::{EndReason, ModuleError, ModuleOutcome};
 use crate::runtime::engine::{EntryTicks, EpochTicker};
 use crate::runtime::fiber_stacks::StackOwner;
+use crate::runtime::instance_slots::{InstanceSlot, InstanceSlots};
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
 use crate::runtime::shadow_stack::ShadowStack;
 use crate::runtime::stop::Phase;
@@ -79,6 +80,41 @@ impl Shell {
                 Some(ModuleOutcome::Ended(EndReason::NeverAskedForStop))
             }
             Phase::Running | Phase::Stopping => None,
+        }
+    }
+
+    /// An instance slot for the module (see [`crate::runtime::instance_slots`]), waiting for
+    /// one if none is free; or how the host's stop phase ends the module while it waits
+    /// (see [`ended_by_phase`](Self::ended_by_phase): a module that asked for the stop signal
+    /// keeps waiting while the host stops, to be given it).
+    pub(super) async fn take_slot(
+        &mut self,
+        slots: &InstanceSlots,
+        asked_for_stop: bool,
+    ) -> Result<InstanceSlot, ModuleOutcome> {
+        if let Some(slot) = slots.try_acquire() {
+            return Ok(slot);
+        }
+        let name = self.name.clone();
+        let acquire = slots.acquire(&name);
+        tokio::pin!(acquire);
+        loop {
+            if let Some(outcome) = self.ended_by_phase(asked_for_stop) {
+                return Err(outcome);
+            }
+            tokio::select! {
+                biased;
+                changed = self.phase.changed(), if self.phase_open => {
+                    self.phase_open = changed.is_ok();
+                }
+                slot = &mut acquire => {
+                    // Given back by a module the stop ended: the stop may end this one too.
+                    return match self.ended_by_phase(asked_for_stop) {
+                        Some(outcome) => Err(outcome),
+                        None => Ok(slot),
+                    };
+                }
+            }
         }
     }
 

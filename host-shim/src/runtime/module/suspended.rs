@@ -68,6 +68,7 @@ pub(super) async fn suspend(
         store,
         instance: _,
         exports,
+        slot,
         held,
     } = *running;
     let task_name = name.clone();
@@ -83,13 +84,14 @@ pub(super) async fn suspend(
             Ok(snapshot) => {
                 let state = store.into_data();
                 drop(held);
+                drop(slot);
                 // The instance's allocations (its `VMContext`, tens of KiB), and the
                 // module's metadata if it was dropped, are free now, and would stay resident
                 // between the host state of the modules still there.
                 crate::heap::trim();
                 Ok((state, snapshot))
             }
-            Err(why) => Err((store, held, why)),
+            Err(why) => Err((store, slot, held, why)),
         }
     })
     .await;
@@ -108,7 +110,7 @@ pub(super) async fn suspend(
                 since: Instant::now(),
             }))
         }
-        Ok(Err((store, held, why))) => {
+        Ok(Err((store, slot, held, why))) => {
             metrics.suspend_failed(&name);
             let next = shell.idle.as_mut().map(|idle| {
                 idle.threshold.suspend_failed(Instant::now());
@@ -122,6 +124,7 @@ pub(super) async fn suspend(
                 store,
                 instance: Some(instance),
                 exports,
+                slot,
                 held,
             }))
         }
@@ -169,6 +172,14 @@ impl Suspended {
             metrics.resumed(&name, None);
             shell.cancel_ops(&mut state.ops);
             Err(ModuleOutcome::Failed(ModuleError::Resume(why)))
+        };
+        let slot = match shell.take_slot(cx.slots, state.asked_for_stop).await {
+            Ok(slot) => slot,
+            Err(outcome) => {
+                metrics.resumed(&name, None);
+                shell.cancel_ops(&mut state.ops);
+                return Err(outcome);
+            }
         };
         let held = match compiled.hold_async().await {
             Ok(held) => held,
@@ -231,6 +242,7 @@ impl Suspended {
             store,
             instance: Some(instance),
             exports: Some(exports),
+            slot,
             held,
         }))
     }

@@ -91,20 +91,22 @@ impl IdleThreshold {
             .saturating_mul(SuspendPolicy::MAX_FACTOR)
     }
 
-    /// When a resident module is suspended if nothing wakes it first, or `None` while its
-    /// earliest timer is too near (the question is asked again after each delivery):
-    /// - if its live ops all stand waiting (`waits.only_standing`), its threshold after its
-    ///   last unforeseen wake-up `last_unforeseen` (start, watch event, stop signal, stream
-    ///   message): deliveries of its timers, and of answers to its own requests, do not make
-    ///   a module busy;
-    /// - otherwise (an answer is due), its threshold after its last entry `last_entry`;
+    /// When a resident module is suspended if nothing wakes it first, or `None` while an
+    /// answer to one of its requests is due or its earliest timer is too near (the question
+    /// is asked again after each delivery):
+    /// - never while an answer is due (`!waits.only_standing`: an HTTP request or a stream
+    ///   send, answered within the request timeout): the answer is the module's next entry,
+    ///   and a slow API server must not turn each request into a suspend and a resume;
+    /// - its threshold after its last unforeseen wake-up `last_unforeseen` (start, watch
+    ///   event, stop signal, stream message): deliveries of its timers, and of answers to its
+    ///   own requests, do not make a module busy;
     /// - never earlier than `now` (nor, after a snapshot that could not be written, than the
     ///   threshold after that), and only if its earliest timer falls due at least the
     ///   [timer gap](Self::timer_gap) after that: a module is not suspended just before a
     ///   timer wakes it.
     ///
     /// Without [`between_timers`](SuspendPolicy::between_timers): its threshold after its
-    /// last entry, whatever it waits for.
+    /// last entry, whatever else it waits for (but never while an answer is due).
     pub fn suspend_at(
         &self,
         now: Instant,
@@ -115,15 +117,13 @@ impl IdleThreshold {
         let now = self
             .not_before
             .map_or(now, |not_before| not_before.max(now));
+        if !waits.only_standing {
+            return None;
+        }
         if !self.policy.between_timers {
             return last_entry.checked_add(self.current).map(|at| at.max(now));
         }
-        let idle_since = if waits.only_standing {
-            last_unforeseen
-        } else {
-            last_entry
-        };
-        let at = idle_since.checked_add(self.current)?.max(now);
+        let at = last_unforeseen.checked_add(self.current)?.max(now);
         match waits.next_timer {
             Some(due) if due < at.checked_add(self.timer_gap())? => None,
             _ => Some(at),
@@ -219,9 +219,24 @@ mod tests {
         let t0 = Instant::now();
         let at = t.suspend_at(t0 + S, t0, t0, waits(true, None));
         assert_eq!(at, Some(t0 + 3 * S));
-        // An answer is due: idleness counts from the last entry, whatever woke it.
-        let at = t.suspend_at(t0 + 5 * S, t0 + 4 * S, t0, waits(false, None));
-        assert_eq!(at, Some(t0 + 7 * S));
+    }
+
+    #[test]
+    fn a_module_whose_answer_is_due_is_not_suspended() {
+        let t0 = Instant::now();
+        for policy in [
+            SuspendPolicy::after(3 * S),
+            SuspendPolicy::after(3 * S).between_timers(false),
+        ] {
+            let t = IdleThreshold::new(policy);
+            // Entered last at t0 and waiting for an answer ever since: it stays resident.
+            assert_eq!(t.suspend_at(t0 + 60 * S, t0, t0, waits(false, None)), None);
+            // Once the answer was delivered and only standing ops are left, it is idle.
+            assert!(
+                t.suspend_at(t0 + 60 * S, t0 + 60 * S, t0, waits(true, None))
+                    .is_some()
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,172 @@
+//! How many module instances may be resident at once.
+//!
+//! Each resident instance holds memory mappings of its own: its linear memory's reservation,
+//! copy-on-write image and guard, and its fiber stack with its guard page. The kernel bounds
+//! the mappings of one process (`vm.max_map_count`, 65,530 by default); past it every `mmap`
+//! fails — the next instantiation, but also the host's own allocations, and Rust aborts the
+//! process when an allocation fails. So the host hands out one [`InstanceSlot`] per resident
+//! instance, as many as fit in the kernel's bound after a reserve for the host itself
+//! ([`InstanceSlots::for_map_count`]), and a module that finds none waits — a new one before
+//! its start, a suspended one before its resume — until another module is suspended or ends.
+//! Modules that suspend when idle share the slots; the first wait is logged as a warning
+//! naming the sysctl, and `kube_wasm_instance_slot_waits` counts the modules waiting now.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::metrics::{GaugeHold, Metrics};
+
+/// Where the kernel's bound on one process's memory mappings is read.
+pub const MAX_MAP_COUNT_PATH: &str = "/proc/sys/vm/max_map_count";
+
+/// The kernel's default `vm.max_map_count`, assumed where [`MAX_MAP_COUNT_PATH`] cannot be
+/// read.
+pub const DEFAULT_MAX_MAP_COUNT: usize = 65_530;
+
+/// The memory mappings one resident instance may take, with a margin: host-shim's test
+/// `instance_slots` measures an instance's mappings and fails if they exceed this.
+pub const MAPPINGS_PER_INSTANCE: usize = 8;
+
+/// The mappings kept for the host itself (its threads, libraries, compiled modules, large
+/// allocations): an eighth of the kernel's bound, and at least this many.
+pub const HOST_RESERVE_MIN: usize = 4_096;
+
+/// The slots of one host: a fair semaphore (modules get slots in the order they asked).
+/// Cheap to clone: clones share the slots.
+#[derive(Debug, Clone)]
+pub struct InstanceSlots {
+    semaphore: Arc<Semaphore>,
+    total: usize,
+    /// Why there are no more (for the warning): the kernel's bound or the host's setting.
+    bound: Arc<str>,
+    warned: Arc<AtomicBool>,
+    metrics: Metrics,
+}
+
+/// One resident instance's slot, given back when it is dropped (after the instance's
+/// `Store`).
+#[derive(Debug)]
+pub struct InstanceSlot {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl InstanceSlots {
+    /// `total` slots (at least 1); `bound` says where the number comes from, for the log.
+    pub fn new(total: usize, bound: impl Into<Arc<str>>, metrics: Metrics) -> Self {
+        let total = total.clamp(1, Semaphore::MAX_PERMITS);
+        metrics.set_instance_slots(total);
+        Self {
+            semaphore: Arc::new(Semaphore::new(total)),
+            total,
+            bound: bound.into(),
+            warned: Arc::default(),
+            metrics,
+        }
+    }
+
+    /// As many slots as fit in a process bound of `max_map_count` mappings: the bound less
+    /// the host's reserve (an eighth, at least [`HOST_RESERVE_MIN`]), divided by
+    /// [`MAPPINGS_PER_INSTANCE`]; at least 1.
+    pub fn for_map_count(max_map_count: usize) -> usize {
+        let reserve = (max_map_count / 8).max(HOST_RESERVE_MIN);
+        (max_map_count.saturating_sub(reserve) / MAPPINGS_PER_INSTANCE).max(1)
+    }
+
+    /// The kernel's `vm.max_map_count`, or [`DEFAULT_MAX_MAP_COUNT`] if it cannot be read.
+    pub fn kernel_max_map_count() -> usize {
+        std::fs::read_to_string(MAX_MAP_COUNT_PATH)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(DEFAULT_MAX_MAP_COUNT)
+    }
+
+    /// The slots the kernel's bound allows.
+    pub fn from_kernel(metrics: Metrics) -> Self {
+        let max_map_count = Self::kernel_max_map_count();
+        Self::new(
+            Self::for_map_count(max_map_count),
+            format!(
+                "vm.max_map_count is {max_map_count}; raise it (sysctl -w vm.max_map_count=N) \
+                 to keep more modules resident"
+            ),
+            metrics,
+        )
+    }
+
+    /// How many instances may be resident at once.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// A slot now, if one is free.
+    pub fn try_acquire(&self) -> Option<InstanceSlot> {
+        self.semaphore
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .map(|permit| InstanceSlot { _permit: permit })
+    }
+
+    /// A slot for module `name`, waiting (counted in the metrics) for one to be given back
+    /// if none is free. Never fails: the semaphore is never closed.
+    pub async fn acquire(&self, name: &str) -> InstanceSlot {
+        if let Some(slot) = self.try_acquire() {
+            return slot;
+        }
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "all {} instance slots are taken: module `{name}` and those after it wait for a \
+                 module to be suspended or to end ({})",
+                self.total,
+                self.bound
+            );
+        } else {
+            tracing::debug!("module `{name}` waits for an instance slot");
+        }
+        let _waiting: GaugeHold = self.metrics.waiting_for_instance_slot();
+        match self.semaphore.clone().acquire_owned().await {
+            Ok(permit) => InstanceSlot { _permit: permit },
+            Err(_) => unreachable!("the slots' semaphore is never closed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernels_default_bound_leaves_the_host_an_eighth() {
+        assert_eq!(InstanceSlots::for_map_count(65_530), (65_530 - 8_191) / 8);
+        assert_eq!(
+            InstanceSlots::for_map_count(262_144),
+            (262_144 - 32_768) / 8
+        );
+        assert_eq!(InstanceSlots::for_map_count(10_000), (10_000 - 4_096) / 8);
+        assert_eq!(InstanceSlots::for_map_count(100), 1);
+    }
+
+    #[tokio::test]
+    async fn a_module_waits_for_a_slot_given_back_and_is_counted_while_it_waits() {
+        let metrics = Metrics::new();
+        let slots = InstanceSlots::new(1, "test", metrics.clone());
+        let first = slots.acquire("a").await;
+        assert!(slots.try_acquire().is_none());
+        let waiter = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.acquire("b").await }
+        });
+        while metrics.instance_slot_waits() == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiter.is_finished());
+        drop(first);
+        let second = waiter.await.expect("the waiter gets the slot");
+        assert_eq!(metrics.instance_slot_waits(), 0);
+        assert!(slots.try_acquire().is_none());
+        drop(second);
+        assert!(slots.try_acquire().is_some());
+    }
+}
