@@ -40,11 +40,26 @@ async fn run_suspending_with(
     guests: &[(&str, Vec<u8>)],
     control: impl FnOnce(StopHandle, Host) + Send + 'static,
 ) -> (Run, Host) {
+    // Timers alone decide here: the tests' periods are shorter than the default cost factor
+    // would let a module be suspended for.
+    run_suspending_costed(policy, 0, upstream, dir, guests, control).await
+}
+
+/// [`run_suspending_with`] on a host with `suspend_cost_factor`.
+async fn run_suspending_costed(
+    policy: SuspendPolicy,
+    suspend_cost_factor: u32,
+    upstream: Upstream,
+    dir: &Path,
+    guests: &[(&str, Vec<u8>)],
+    control: impl FnOnce(StopHandle, Host) + Send + 'static,
+) -> (Run, Host) {
     let (settings, buffer) = test_settings();
     let cache = cache_dir();
     let settings = Settings {
         suspend_dir: Some(dir.to_owned()),
         cache_dir: Some(cache.path().to_owned()),
+        suspend_cost_factor,
         ..settings
     };
     let host = Host::new(upstream, settings).expect("host");
@@ -471,6 +486,31 @@ async fn a_requeue_driven_module_is_suspended_between_its_timers_and_resumed_ahe
         f64::from(ticks),
         "each tick's lateness observed"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticker_stays_resident_once_a_suspend_and_a_resume_cost_more_than_its_period_allows() {
+    // The 800 ms ticker above on a host that suspends between timers only if the next is
+    // 100,000 round trips away: its first suspend comes before anything was measured; any
+    // suspend and resume take more than 10 µs, so after that its ticks are too near.
+    let dir = tempfile::tempdir().expect("dir");
+    let ticks = 5;
+    let (run, host) = run_suspending_costed(
+        SuspendPolicy::after(Duration::from_secs(1)),
+        100_000,
+        idle_upstream(),
+        dir.path(),
+        &[("ticker", ticker(800, ticks))],
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(run.outcome("ticker"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.lines_of("ticker").len(), ticks as usize, "every tick");
+    assert_eq!(
+        metric(&host, "kube_wasm_module_suspends_total", "ticker"),
+        1
+    );
+    assert_eq!(metric(&host, "kube_wasm_module_resumes_total", "ticker"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

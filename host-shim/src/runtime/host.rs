@@ -24,7 +24,7 @@ use crate::runtime::options::ModuleOptions;
 use crate::runtime::output::OutputTarget;
 use crate::runtime::state::HostState;
 use crate::runtime::stop::StopHandle;
-use crate::runtime::suspend::{self, LazySnapshotDir};
+use crate::runtime::suspend::{self, LazySnapshotDir, SuspendCost};
 use crate::upstream::client::Upstream;
 use crate::upstream::identity::Identities;
 use crate::upstream::limits::OpLimits;
@@ -83,6 +83,11 @@ pub struct Settings {
     /// `None` (the default): as many as the kernel's bound on memory mappings
     /// (`vm.max_map_count`) allows.
     pub max_resident: Option<usize>,
+    /// A module is suspended between its timers only if its next timer is at least this many
+    /// times the host's average suspend-and-resume time away (see
+    /// [`SuspendCost`](crate::runtime::suspend::SuspendCost)); 0: timers alone decide.
+    /// Default [`SuspendCost::DEFAULT_FACTOR`](crate::runtime::suspend::SuspendCost::DEFAULT_FACTOR).
+    pub suspend_cost_factor: u32,
 }
 
 /// How long a module must not have been entered before its stacks are released, unless the
@@ -108,6 +113,7 @@ impl Default for Settings {
             release_idle_stacks: Some(DEFAULT_RELEASE_IDLE_STACKS),
             func_ref_profile: true,
             max_resident: None,
+            suspend_cost_factor: SuspendCost::DEFAULT_FACTOR,
         }
     }
 }
@@ -145,6 +151,8 @@ pub(crate) struct HostInner {
     ticker: EpochTicker,
     /// One per resident instance.
     slots: InstanceSlots,
+    /// Suspend and resume times of every module.
+    suspend_cost: SuspendCost,
 }
 
 /// Runs kube-wasm modules against one API server. Cheap to clone.
@@ -206,6 +214,7 @@ impl Host {
             None => InstanceSlots::from_kernel(metrics.clone()),
         };
         tracing::debug!("{} module instances may be resident at once", slots.total());
+        let suspend_cost = SuspendCost::new(settings.suspend_cost_factor);
         let watch_cache = settings
             .shared_watches
             .map(|sizes| WatchCache::new(sizes, settings.limits, metrics.clone()));
@@ -225,6 +234,7 @@ impl Host {
                 stacks,
                 ticker,
                 slots,
+                suspend_cost,
             }),
         })
     }
@@ -405,6 +415,7 @@ impl Host {
             entry_tick_budget: settings.entry_tick_budget(),
             release_idle_stacks: settings.release_idle_stacks,
             slots: &inner.slots,
+            suspend_cost: &inner.suspend_cost,
         };
         module::run_module(&cx, module, stop).await
     }

@@ -221,6 +221,7 @@ async fn run_inner(
             layout: layout.clone(),
             threshold: IdleThreshold::new(policy),
             ahead: ResumeAhead::default(),
+            cost: cx.suspend_cost.clone(),
         }),
         (Some(_), Suspendable::No(why)) => {
             tracing::warn!("module `{name}` will not be suspended when idle: {why}");

@@ -15,13 +15,15 @@ use crate::runtime::instance_slots::{InstanceSlot, InstanceSlots};
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
 use crate::runtime::shadow_stack::ShadowStack;
 use crate::runtime::stop::Phase;
-use crate::runtime::suspend::{IdleThreshold, ResumeAhead, SnapshotLayout};
+use crate::runtime::suspend::{IdleThreshold, ResumeAhead, SnapshotLayout, SuspendCost};
 
 /// The suspend state of a module that may be suspended.
 pub(super) struct Idle {
     pub(super) layout: Arc<SnapshotLayout>,
     pub(super) threshold: IdleThreshold,
     pub(super) ahead: ResumeAhead,
+    /// The host's suspend and resume times.
+    pub(super) cost: SuspendCost,
 }
 
 /// When an idle module's fiber stack (see [`crate::runtime::fiber_stacks`]) and the dead
@@ -149,6 +151,7 @@ impl Shell {
                 self.last_entry,
                 self.last_unforeseen,
                 waits,
+                idle.cost.min_gap(),
             ),
             _ => None,
         }
@@ -171,7 +174,10 @@ impl Shell {
         }
         let idle = self.idle.as_ref()?;
         let due = waits.next_timer?;
-        Some(idle.ahead.resume_at(due, idle.threshold.timer_gap()))
+        Some(
+            idle.ahead
+                .resume_at(due, idle.threshold.timer_gap(idle.cost.min_gap())),
+        )
     }
 
     /// Begins a guest entry: the epoch ticks (see [`EpochTicker::enter`]) until the guard

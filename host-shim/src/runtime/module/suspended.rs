@@ -98,6 +98,7 @@ pub(super) async fn suspend(
     match written {
         Ok(Ok((state, snapshot))) => {
             let took = started.elapsed();
+            idle.cost.suspended_in(took);
             metrics.suspended(&name, took, snapshot.file_bytes());
             tracing::debug!(
                 "module `{name}` suspended: {} bytes of memory in a snapshot of {} bytes, in {took:?}",
@@ -230,6 +231,7 @@ impl Suspended {
                 idle.threshold.resumed_after(suspended_for);
             }
             idle.ahead.resumed_in(took);
+            idle.cost.resumed_in(took);
         }
         metrics.resumed(&name, Some(took));
         tracing::debug!(

@@ -33,9 +33,11 @@
 //! host process's suspension of the module, not a crash of the machine.
 //!
 //! When a module is suspended is its [`SuspendPolicy`] with an [`IdleThreshold`]; a module
-//! whose live ops all stand waiting is suspended between its timers too, and resumed
+//! whose live ops all stand waiting is suspended between its timers too, when the next is
+//! far enough for the host's [cost](SuspendCost) of a suspend and a resume, and resumed
 //! [ahead](ResumeAhead) of the earliest.
 
+pub mod cost;
 pub mod policy;
 pub mod prepare;
 
@@ -47,6 +49,7 @@ use std::sync::OnceLock;
 
 use wasmtime::{AsContextMut, Instance, Val};
 
+pub use cost::SuspendCost;
 pub use policy::{IdleThreshold, ResumeAhead, SuspendPolicy};
 pub use prepare::{Prepared, SnapshotLayout, Suspendable, prepare};
 

@@ -103,7 +103,8 @@ impl IdleThreshold {
     /// - never earlier than `now` (nor, after a snapshot that could not be written, than the
     ///   threshold after that), and only if its earliest timer falls due at least the
     ///   [timer gap](Self::timer_gap) after that: a module is not suspended just before a
-    ///   timer wakes it.
+    ///   timer wakes it, nor when the suspend and resume would cost more than the host's
+    ///   `cost_gap` allows (see [`SuspendCost::min_gap`](super::SuspendCost::min_gap)).
     ///
     /// Without [`between_timers`](SuspendPolicy::between_timers): its threshold after its
     /// last entry, whatever else it waits for (but never while an answer is due).
@@ -113,6 +114,7 @@ impl IdleThreshold {
         last_entry: Instant,
         last_unforeseen: Instant,
         waits: Waits,
+        cost_gap: Duration,
     ) -> Option<Instant> {
         let now = self
             .not_before
@@ -125,7 +127,7 @@ impl IdleThreshold {
         }
         let at = last_unforeseen.checked_add(self.current)?.max(now);
         match waits.next_timer {
-            Some(due) if due < at.checked_add(self.timer_gap())? => None,
+            Some(due) if due < at.checked_add(self.timer_gap(cost_gap))? => None,
             _ => Some(at),
         }
     }
@@ -136,9 +138,10 @@ impl IdleThreshold {
     }
 
     /// How long before its next timer a module may still be suspended: the current threshold,
-    /// at most [`SuspendPolicy::TIMER_GAP`].
-    pub fn timer_gap(&self) -> Duration {
-        self.current.min(SuspendPolicy::TIMER_GAP)
+    /// at most [`SuspendPolicy::TIMER_GAP`]; at least `cost_gap`, the time that makes a
+    /// suspend and a resume worth it on this host now.
+    pub fn timer_gap(&self, cost_gap: Duration) -> Duration {
+        self.current.min(SuspendPolicy::TIMER_GAP).max(cost_gap)
     }
 
     /// Records a resume after the module was suspended for `suspended_for`.
@@ -217,7 +220,7 @@ mod tests {
     fn a_module_waiting_on_watches_is_suspended_its_threshold_after_its_last_entry() {
         let t = IdleThreshold::new(SuspendPolicy::after(3 * S));
         let t0 = Instant::now();
-        let at = t.suspend_at(t0 + S, t0, t0, waits(true, None));
+        let at = t.suspend_at(t0 + S, t0, t0, waits(true, None), Duration::ZERO);
         assert_eq!(at, Some(t0 + 3 * S));
     }
 
@@ -230,11 +233,20 @@ mod tests {
         ] {
             let t = IdleThreshold::new(policy);
             // Entered last at t0 and waiting for an answer ever since: it stays resident.
-            assert_eq!(t.suspend_at(t0 + 60 * S, t0, t0, waits(false, None)), None);
+            assert_eq!(
+                t.suspend_at(t0 + 60 * S, t0, t0, waits(false, None), Duration::ZERO),
+                None
+            );
             // Once the answer was delivered and only standing ops are left, it is idle.
             assert!(
-                t.suspend_at(t0 + 60 * S, t0 + 60 * S, t0, waits(true, None))
-                    .is_some()
+                t.suspend_at(
+                    t0 + 60 * S,
+                    t0 + 60 * S,
+                    t0,
+                    waits(true, None),
+                    Duration::ZERO
+                )
+                .is_some()
             );
         }
     }
@@ -245,7 +257,13 @@ mod tests {
         let t0 = Instant::now();
         // Last watch event at t0; a requeue delivered at t0 + 10 s set the next one 20 s on.
         let now = t0 + 10 * S;
-        let at = t.suspend_at(now, now, t0, waits(true, Some(now + 20 * S)));
+        let at = t.suspend_at(
+            now,
+            now,
+            t0,
+            waits(true, Some(now + 20 * S)),
+            Duration::ZERO,
+        );
         assert_eq!(
             at,
             Some(now),
@@ -259,14 +277,27 @@ mod tests {
         let t0 = Instant::now();
         // A one-second ticker, quiet otherwise: the gap is 500 ms, not the 3 s threshold.
         let now = t0 + 10 * S;
-        let tick = |after| t.suspend_at(now, now, t0, waits(true, Some(now + after)));
+        let tick =
+            |after| t.suspend_at(now, now, t0, waits(true, Some(now + after)), Duration::ZERO);
         assert_eq!(tick(999 * MS), Some(now));
         assert_eq!(tick(500 * MS), Some(now));
         assert_eq!(tick(499 * MS), None);
         // Within the threshold of an event: its timer must be due a gap after the threshold.
-        let at = t.suspend_at(t0 + S, t0 + S, t0, waits(true, Some(t0 + 3 * S + 400 * MS)));
+        let at = t.suspend_at(
+            t0 + S,
+            t0 + S,
+            t0,
+            waits(true, Some(t0 + 3 * S + 400 * MS)),
+            Duration::ZERO,
+        );
         assert_eq!(at, None);
-        let at = t.suspend_at(t0 + S, t0 + S, t0, waits(true, Some(t0 + 4 * S)));
+        let at = t.suspend_at(
+            t0 + S,
+            t0 + S,
+            t0,
+            waits(true, Some(t0 + 4 * S)),
+            Duration::ZERO,
+        );
         assert_eq!(at, Some(t0 + 3 * S));
         // An answer is due and a timer is near: neither suspends it now.
         let at = t.suspend_at(
@@ -274,8 +305,23 @@ mod tests {
             t0,
             t0,
             waits(false, Some(t0 + 9 * S + 100 * MS)),
+            Duration::ZERO,
         );
         assert_eq!(at, None);
+    }
+
+    #[test]
+    fn a_ticker_is_not_suspended_when_a_suspend_and_a_resume_cost_more_than_its_gap() {
+        let t = IdleThreshold::new(SuspendPolicy::after(3 * S));
+        let t0 = Instant::now();
+        let now = t0 + 10 * S;
+        // A one-second ticker: suspended between its ticks while a round trip is cheap…
+        let tick = |cost_gap| t.suspend_at(now, now, t0, waits(true, Some(now + S)), cost_gap);
+        assert_eq!(tick(Duration::ZERO), Some(now));
+        assert_eq!(tick(S), Some(now));
+        // …but not once the host's suspends and resumes make the gap longer than its period.
+        assert_eq!(tick(S + MS), None);
+        assert_eq!(t.timer_gap(2 * S), 2 * S);
     }
 
     #[test]
@@ -284,9 +330,21 @@ mod tests {
         assert!(!t.between_timers());
         let t0 = Instant::now();
         let now = t0 + 10 * S;
-        let at = t.suspend_at(now, now, t0, waits(true, Some(now + 20 * S)));
+        let at = t.suspend_at(
+            now,
+            now,
+            t0,
+            waits(true, Some(now + 20 * S)),
+            Duration::ZERO,
+        );
         assert_eq!(at, Some(now + 3 * S));
-        let at = t.suspend_at(now, now, t0, waits(true, Some(now + 3 * S + MS)));
+        let at = t.suspend_at(
+            now,
+            now,
+            t0,
+            waits(true, Some(now + 3 * S + MS)),
+            Duration::ZERO,
+        );
         assert_eq!(
             at,
             Some(now + 3 * S),
@@ -297,12 +355,12 @@ mod tests {
     #[test]
     fn the_timer_gap_is_the_threshold_when_smaller() {
         let t = IdleThreshold::new(SuspendPolicy::after(50 * MS));
-        assert_eq!(t.timer_gap(), 50 * MS);
+        assert_eq!(t.timer_gap(Duration::ZERO), 50 * MS);
         let t0 = Instant::now();
-        let at = t.suspend_at(t0, t0, t0, waits(true, Some(t0 + 300 * MS)));
+        let at = t.suspend_at(t0, t0, t0, waits(true, Some(t0 + 300 * MS)), Duration::ZERO);
         assert_eq!(at, Some(t0 + 50 * MS));
         assert_eq!(
-            IdleThreshold::new(SuspendPolicy::after(30 * S)).timer_gap(),
+            IdleThreshold::new(SuspendPolicy::after(30 * S)).timer_gap(Duration::ZERO),
             SuspendPolicy::TIMER_GAP
         );
     }
@@ -395,15 +453,21 @@ mod tests {
             let mut t = IdleThreshold::new(SuspendPolicy::after(S).between_timers(between_timers));
             let t0 = Instant::now();
             let now = t0 + 3600 * S;
-            assert_eq!(t.suspend_at(now, t0, t0, waits(true, None)), Some(now));
+            assert_eq!(
+                t.suspend_at(now, t0, t0, waits(true, None), Duration::ZERO),
+                Some(now)
+            );
             t.suspend_failed(now);
             assert_eq!(
-                t.suspend_at(now, t0, t0, waits(true, None)),
+                t.suspend_at(now, t0, t0, waits(true, None), Duration::ZERO),
                 Some(now + 2 * S),
                 "between timers: {between_timers}"
             );
             let later = now + 5 * S;
-            assert_eq!(t.suspend_at(later, t0, t0, waits(true, None)), Some(later));
+            assert_eq!(
+                t.suspend_at(later, t0, t0, waits(true, None), Duration::ZERO),
+                Some(later)
+            );
         }
     }
 
