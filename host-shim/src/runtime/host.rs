@@ -85,8 +85,8 @@ pub struct Settings {
     pub max_resident: Option<usize>,
     /// A module is suspended between its timers only if its next timer is at least this many
     /// times the host's average suspend-and-resume time away (see
-    /// [`SuspendCost`](crate::runtime::suspend::SuspendCost)); 0: timers alone decide.
-    /// Default [`SuspendCost::DEFAULT_FACTOR`](crate::runtime::suspend::SuspendCost::DEFAULT_FACTOR).
+    /// [`SuspendCost`]); 0: timers alone decide.
+    /// Default [`SuspendCost::DEFAULT_FACTOR`].
     pub suspend_cost_factor: u32,
 }
 
