@@ -194,7 +194,10 @@ async fn a_go_wasm_controller_from_the_registry_is_suspended_while_idle_and_resu
         "go-mirror",
         &format!("{}/{repository}:v1", registry::address()),
     );
-    resource.data["spec"]["suspend"] = json!({"idleAfter": "2s"});
+    // Timers alone decide (`costFactor: 0`): suspends and resumes of a debug host take
+    // several times a release host's, and 250 of them would outlast the workqueue's 10 s
+    // heartbeat, which would then keep the module resident.
+    resource.data["spec"]["suspend"] = json!({"idleAfter": "2s", "costFactor": 0});
     let controllers = wc::api(&client, &ns);
     controllers
         .create(&PostParams::default(), &resource)

@@ -114,13 +114,16 @@ async fn suspended_controllers_keep_their_state_and_requeues_and_reconcile_the_n
             "suspendDir: {}",
             serde_json::to_string(&snapshots.to_string_lossy()).expect("json")
         ),
+        // Timers alone decide (`costFactor: 0`): the test wants the reader suspended between
+        // its one-second ticks and the generator between its 5 s requeues, which a debug
+        // host's suspends and resumes are too slow for at the default factor.
         &[
             Entry::new("generator", "configmap-generator")
                 .namespace(&gen_ns)
-                .field("suspend: {idleAfter: 500ms}"),
+                .field("suspend: {idleAfter: 500ms, costFactor: 0}"),
             Entry::new("reader", "store-reader")
                 .namespace(&store_ns)
-                .field("suspend: {idleAfter: 300ms}"),
+                .field("suspend: {idleAfter: 300ms, costFactor: 0}"),
         ],
     );
     let kubeconfig = kubeconfig_for("default", &dir);

@@ -29,7 +29,10 @@ async fn run_suspending(
     guests: &[(&str, Vec<u8>)],
     control: impl FnOnce(StopHandle, Host) + Send + 'static,
 ) -> (Run, Host) {
-    run_suspending_with(SuspendPolicy::after(IDLE), upstream, dir, guests, control).await
+    // Timers alone decide: the tests' periods are shorter than the default cost factor lets
+    // a module be suspended for.
+    let policy = SuspendPolicy::after(IDLE).cost_factor(0);
+    run_suspending_with(policy, upstream, dir, guests, control).await
 }
 
 /// [`run_suspending`] with another suspend policy.
@@ -40,26 +43,11 @@ async fn run_suspending_with(
     guests: &[(&str, Vec<u8>)],
     control: impl FnOnce(StopHandle, Host) + Send + 'static,
 ) -> (Run, Host) {
-    // Timers alone decide here: the tests' periods are shorter than the default cost factor
-    // would let a module be suspended for.
-    run_suspending_costed(policy, 0, upstream, dir, guests, control).await
-}
-
-/// [`run_suspending_with`] on a host with `suspend_cost_factor`.
-async fn run_suspending_costed(
-    policy: SuspendPolicy,
-    suspend_cost_factor: u32,
-    upstream: Upstream,
-    dir: &Path,
-    guests: &[(&str, Vec<u8>)],
-    control: impl FnOnce(StopHandle, Host) + Send + 'static,
-) -> (Run, Host) {
     let (settings, buffer) = test_settings();
     let cache = cache_dir();
     let settings = Settings {
         suspend_dir: Some(dir.to_owned()),
         cache_dir: Some(cache.path().to_owned()),
-        suspend_cost_factor,
         ..settings
     };
     let host = Host::new(upstream, settings).expect("host");
@@ -458,7 +446,7 @@ async fn a_requeue_driven_module_is_suspended_between_its_timers_and_resumed_ahe
     let dir = tempfile::tempdir().expect("dir");
     let ticks = 7;
     let (run, host) = run_suspending_with(
-        SuspendPolicy::after(Duration::from_secs(1)),
+        SuspendPolicy::after(Duration::from_secs(1)).cost_factor(0),
         idle_upstream(),
         dir.path(),
         &[("ticker", ticker(800, ticks))],
@@ -490,14 +478,13 @@ async fn a_requeue_driven_module_is_suspended_between_its_timers_and_resumed_ahe
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ticker_stays_resident_once_a_suspend_and_a_resume_cost_more_than_its_period_allows() {
-    // The 800 ms ticker above on a host that suspends between timers only if the next is
-    // 100,000 round trips away: its first suspend comes before anything was measured; any
+    // The 800 ms ticker above, suspended between timers only if the next is 100,000 round
+    // trips away: its first suspend comes before anything was measured; any
     // suspend and resume take more than 10 µs, so after that its ticks are too near.
     let dir = tempfile::tempdir().expect("dir");
     let ticks = 5;
-    let (run, host) = run_suspending_costed(
-        SuspendPolicy::after(Duration::from_secs(1)),
-        100_000,
+    let (run, host) = run_suspending_with(
+        SuspendPolicy::after(Duration::from_secs(1)).cost_factor(100_000),
         idle_upstream(),
         dir.path(),
         &[("ticker", ticker(800, ticks))],

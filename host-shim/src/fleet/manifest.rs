@@ -57,6 +57,8 @@
 //!                                    #   the stop signal and stream messages count against
 //!                                    #   idleness; suspended between timers at least
 //!                                    #   min(idleAfter, 500ms) apart, resumed just ahead
+//!       costFactor: 250              #   optional: …and only if the next timer is this many
+//!                                    #   suspend-and-resume times away (0: timers decide)
 //!     quotas:                        # optional: what the module may make the host hold at
 //!       pendingOps: 1024             #   once (see `quota`; each field optional, defaults shown):
 //!       concurrentRequests: 64       #   live ops; requests in flight; watches; websockets;

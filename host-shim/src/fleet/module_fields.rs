@@ -104,7 +104,13 @@ impl RunFields {
                     None
                 }
                 Ok(d) => Some(
-                    SuspendPolicy::after(d).between_timers(suspend.between_timers.unwrap_or(true)),
+                    SuspendPolicy::after(d)
+                        .between_timers(suspend.between_timers.unwrap_or(true))
+                        .cost_factor(
+                            suspend
+                                .cost_factor
+                                .unwrap_or(SuspendPolicy::DEFAULT_COST_FACTOR),
+                        ),
                 ),
                 Err(e) => {
                     problems.push(format!("{at}.suspend.idleAfter: {e}"));
@@ -165,6 +171,10 @@ pub struct SuspendSpec {
     /// the stop signal count against idleness, and the module is suspended between timers at
     /// least `min(idleAfter, 500ms)` apart and resumed just ahead of each.
     pub between_timers: Option<bool>,
+    /// Between timers, suspended only if the next timer is at least this many times the
+    /// host's average suspend-and-resume time away (default 250: suspending costs at most
+    /// 0.4 % of a core, and a host slowed by load suspends less); 0: timers alone decide.
+    pub cost_factor: Option<u32>,
 }
 
 /// One rule of a module's `permissions` allowlist (RBAC's shape: `verbs`, `apiGroups` — default

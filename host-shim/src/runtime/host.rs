@@ -83,11 +83,6 @@ pub struct Settings {
     /// `None` (the default): as many as the kernel's bound on memory mappings
     /// (`vm.max_map_count`) allows.
     pub max_resident: Option<usize>,
-    /// A module is suspended between its timers only if its next timer is at least this many
-    /// times the host's average suspend-and-resume time away (see
-    /// [`SuspendCost`]); 0: timers alone decide.
-    /// Default [`SuspendCost::DEFAULT_FACTOR`].
-    pub suspend_cost_factor: u32,
 }
 
 /// How long a module must not have been entered before its stacks are released, unless the
@@ -113,7 +108,6 @@ impl Default for Settings {
             release_idle_stacks: Some(DEFAULT_RELEASE_IDLE_STACKS),
             func_ref_profile: true,
             max_resident: None,
-            suspend_cost_factor: SuspendCost::DEFAULT_FACTOR,
         }
     }
 }
@@ -214,7 +208,6 @@ impl Host {
             None => InstanceSlots::from_kernel(metrics.clone()),
         };
         tracing::debug!("{} module instances may be resident at once", slots.total());
-        let suspend_cost = SuspendCost::new(settings.suspend_cost_factor);
         let watch_cache = settings
             .shared_watches
             .map(|sizes| WatchCache::new(sizes, settings.limits, metrics.clone()));
@@ -234,7 +227,7 @@ impl Host {
                 stacks,
                 ticker,
                 slots,
-                suspend_cost,
+                suspend_cost: SuspendCost::default(),
             }),
         })
     }

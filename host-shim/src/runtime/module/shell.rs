@@ -151,7 +151,7 @@ impl Shell {
                 self.last_entry,
                 self.last_unforeseen,
                 waits,
-                idle.cost.min_gap(),
+                idle.cost.round_trip(),
             ),
             _ => None,
         }
@@ -176,7 +176,7 @@ impl Shell {
         let due = waits.next_timer?;
         Some(
             idle.ahead
-                .resume_at(due, idle.threshold.timer_gap(idle.cost.min_gap())),
+                .resume_at(due, idle.threshold.timer_gap(idle.cost.round_trip())),
         )
     }
 

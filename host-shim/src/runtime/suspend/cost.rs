@@ -1,14 +1,14 @@
 //! What suspending costs on this host now: moving averages of how long suspends and resumes
 //! take (wall time, so a busy host's queues count), shared by every module of the host.
 //!
-//! A module is suspended between its timers only if its next timer is at least
-//! [`factor`](SuspendCost::new) times a suspend and a resume away ([`SuspendCost::min_gap`]):
-//! with the default factor of 250, suspending a module between its timers costs at most 0.4 %
-//! of a core — a Rust controller's 1 s tick (a round trip of about 3 ms) or a Go module's 10 s
-//! heartbeat (about 25 ms) still pays — and a host slowed down by load suspends less, not
-//! more: suspends and resumes that take longer lengthen the gap, which lets the load fall. The
-//! averages are the host's, not each module's, so that they keep following the load while a
-//! module stays resident.
+//! A module is suspended between its timers only if its next timer is at least its policy's
+//! [`cost_factor`](super::SuspendPolicy::cost_factor) times a suspend and a resume away
+//! ([`SuspendCost::round_trip`]): with the default factor of 250, suspending a module between
+//! its timers costs at most 0.4 % of a core — a Rust controller's 1 s tick (a round trip of
+//! about 3 ms on an idle host) or a Go module's 10 s heartbeat (about 25 ms) still pays — and a
+//! host slowed down by load suspends less, not more: suspends and resumes that take longer
+//! lengthen the gap, which lets the load fall. The averages are the host's, not each
+//! module's, so that they keep following the load while a module stays resident.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,27 +18,13 @@ use std::time::Duration;
 const WEIGHT_SHIFT: u32 = 3;
 
 /// The host's suspend and resume times. Cheap to clone: clones share the averages.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SuspendCost {
-    factor: u32,
     suspend_nanos: Arc<AtomicU64>,
     resume_nanos: Arc<AtomicU64>,
 }
 
 impl SuspendCost {
-    /// The default factor: a suspend between timers costs at most 1/250 of the time the
-    /// module stays suspended.
-    pub const DEFAULT_FACTOR: u32 = 250;
-
-    /// No measurement yet; `factor` 0: the cost never holds a suspend back.
-    pub fn new(factor: u32) -> Self {
-        Self {
-            factor,
-            suspend_nanos: Arc::default(),
-            resume_nanos: Arc::default(),
-        }
-    }
-
     /// Records a suspend (the snapshot written, the instance dropped) that took `took`.
     pub fn suspended_in(&self, took: Duration) {
         record(&self.suspend_nanos, took);
@@ -49,25 +35,13 @@ impl SuspendCost {
         record(&self.resume_nanos, took);
     }
 
-    /// A suspend and a resume, as they take on average now.
+    /// A suspend and a resume, as they take on average now; zero before any was measured.
     pub fn round_trip(&self) -> Duration {
         let nanos = self
             .suspend_nanos
             .load(Ordering::Relaxed)
             .saturating_add(self.resume_nanos.load(Ordering::Relaxed));
         Duration::from_nanos(nanos)
-    }
-
-    /// The shortest time to a module's next timer for which suspending it pays: the round
-    /// trip times the factor.
-    pub fn min_gap(&self) -> Duration {
-        self.round_trip().saturating_mul(self.factor)
-    }
-}
-
-impl Default for SuspendCost {
-    fn default() -> Self {
-        Self::new(Self::DEFAULT_FACTOR)
     }
 }
 
@@ -93,13 +67,12 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
 
     #[test]
-    fn the_gap_is_the_round_trip_times_the_factor_and_follows_it_slowly() {
+    fn the_round_trip_follows_the_measurements_slowly() {
         let cost = SuspendCost::default();
-        assert_eq!(cost.min_gap(), Duration::ZERO, "nothing measured yet");
+        assert_eq!(cost.round_trip(), Duration::ZERO, "nothing measured yet");
         cost.suspended_in(MS);
         cost.resumed_in(2 * MS);
         assert_eq!(cost.round_trip(), 3 * MS);
-        assert_eq!(cost.min_gap(), 750 * MS);
         // A host under load: one slow resume moves the average by an eighth of the change.
         cost.resumed_in(66 * MS);
         assert_eq!(cost.round_trip(), 11 * MS);
@@ -107,12 +80,5 @@ mod tests {
             cost.resumed_in(2 * MS);
         }
         assert!(cost.round_trip() < 4 * MS, "{:?}", cost.round_trip());
-    }
-
-    #[test]
-    fn factor_zero_never_holds_a_suspend_back() {
-        let cost = SuspendCost::new(0);
-        cost.suspended_in(Duration::from_secs(5));
-        assert_eq!(cost.min_gap(), Duration::ZERO);
     }
 }

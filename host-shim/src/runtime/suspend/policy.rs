@@ -23,6 +23,11 @@ pub struct SuspendPolicy {
     /// of them. `false`: every delivery, a timer's too, makes it busy, and a timer's delivery
     /// resumes it.
     pub between_timers: bool,
+    /// Between timers, the module is suspended only if its next timer is at least this many
+    /// times the host's average suspend-and-resume time away (see
+    /// [`SuspendCost`](super::SuspendCost)); 0: timers alone decide. Default
+    /// [`DEFAULT_COST_FACTOR`](Self::DEFAULT_COST_FACTOR).
+    pub cost_factor: u32,
 }
 
 impl SuspendPolicy {
@@ -36,11 +41,24 @@ impl SuspendPolicy {
     /// suspended.
     pub const TIMER_GAP: Duration = Duration::from_millis(500);
 
-    /// A policy suspending after `idle_after`, between timers too.
+    /// The default [`cost_factor`](Self::cost_factor): suspending a module between its timers
+    /// costs at most 1/250 of the time it stays suspended, 0.4 % of a core.
+    pub const DEFAULT_COST_FACTOR: u32 = 250;
+
+    /// A policy suspending after `idle_after`, between timers too when that pays.
     pub fn after(idle_after: Duration) -> Self {
         Self {
             idle_after,
             between_timers: true,
+            cost_factor: Self::DEFAULT_COST_FACTOR,
+        }
+    }
+
+    /// This policy with another [`cost_factor`](Self::cost_factor).
+    pub fn cost_factor(self, cost_factor: u32) -> Self {
+        Self {
+            cost_factor,
+            ..self
         }
     }
 
@@ -103,8 +121,9 @@ impl IdleThreshold {
     /// - never earlier than `now` (nor, after a snapshot that could not be written, than the
     ///   threshold after that), and only if its earliest timer falls due at least the
     ///   [timer gap](Self::timer_gap) after that: a module is not suspended just before a
-    ///   timer wakes it, nor when the suspend and resume would cost more than the host's
-    ///   `cost_gap` allows (see [`SuspendCost::min_gap`](super::SuspendCost::min_gap)).
+    ///   timer wakes it, nor when a suspend and a resume, which take `round_trip` on this
+    ///   host now (see [`SuspendCost`](super::SuspendCost)), would cost more than the
+    ///   policy's [`cost_factor`](SuspendPolicy::cost_factor) allows.
     ///
     /// Without [`between_timers`](SuspendPolicy::between_timers): its threshold after its
     /// last entry, whatever else it waits for (but never while an answer is due).
@@ -114,7 +133,7 @@ impl IdleThreshold {
         last_entry: Instant,
         last_unforeseen: Instant,
         waits: Waits,
-        cost_gap: Duration,
+        round_trip: Duration,
     ) -> Option<Instant> {
         let now = self
             .not_before
@@ -127,7 +146,7 @@ impl IdleThreshold {
         }
         let at = last_unforeseen.checked_add(self.current)?.max(now);
         match waits.next_timer {
-            Some(due) if due < at.checked_add(self.timer_gap(cost_gap))? => None,
+            Some(due) if due < at.checked_add(self.timer_gap(round_trip))? => None,
             _ => Some(at),
         }
     }
@@ -138,10 +157,12 @@ impl IdleThreshold {
     }
 
     /// How long before its next timer a module may still be suspended: the current threshold,
-    /// at most [`SuspendPolicy::TIMER_GAP`]; at least `cost_gap`, the time that makes a
-    /// suspend and a resume worth it on this host now.
-    pub fn timer_gap(&self, cost_gap: Duration) -> Duration {
-        self.current.min(SuspendPolicy::TIMER_GAP).max(cost_gap)
+    /// at most [`SuspendPolicy::TIMER_GAP`]; at least `round_trip` (what a suspend and a
+    /// resume take on this host now) times the policy's
+    /// [`cost_factor`](SuspendPolicy::cost_factor).
+    pub fn timer_gap(&self, round_trip: Duration) -> Duration {
+        let paying = round_trip.saturating_mul(self.policy.cost_factor);
+        self.current.min(SuspendPolicy::TIMER_GAP).max(paying)
     }
 
     /// Records a resume after the module was suspended for `suspended_for`.
@@ -312,16 +333,22 @@ mod tests {
 
     #[test]
     fn a_ticker_is_not_suspended_when_a_suspend_and_a_resume_cost_more_than_its_gap() {
-        let t = IdleThreshold::new(SuspendPolicy::after(3 * S));
+        let t = IdleThreshold::new(SuspendPolicy::after(3 * S).cost_factor(250));
         let t0 = Instant::now();
         let now = t0 + 10 * S;
         // A one-second ticker: suspended between its ticks while a round trip is cheap…
-        let tick = |cost_gap| t.suspend_at(now, now, t0, waits(true, Some(now + S)), cost_gap);
+        let tick = |round_trip| t.suspend_at(now, now, t0, waits(true, Some(now + S)), round_trip);
         assert_eq!(tick(Duration::ZERO), Some(now));
-        assert_eq!(tick(S), Some(now));
-        // …but not once the host's suspends and resumes make the gap longer than its period.
-        assert_eq!(tick(S + MS), None);
-        assert_eq!(t.timer_gap(2 * S), 2 * S);
+        assert_eq!(tick(4 * MS), Some(now));
+        // …but not once 250 of the host's suspends and resumes take longer than its period.
+        assert_eq!(tick(5 * MS), None);
+        assert_eq!(t.timer_gap(8 * MS), 2 * S);
+        // Factor 0: timers alone decide.
+        let t = IdleThreshold::new(SuspendPolicy::after(3 * S).cost_factor(0));
+        assert_eq!(
+            t.suspend_at(now, now, t0, waits(true, Some(now + S)), S),
+            Some(now)
+        );
     }
 
     #[test]
