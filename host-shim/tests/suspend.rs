@@ -437,24 +437,32 @@ fn ticker(period_ms: u64, ticks: u32) -> Vec<u8> {
     guest.wasm()
 }
 
+/// Runs [`ticker`]`(period_ms, ticks)` alone with `policy`, asserts that it ticked every time
+/// and exited, and returns the host.
+async fn run_ticker(policy: SuspendPolicy, period_ms: u64, ticks: u32) -> Host {
+    let dir = tempfile::tempdir().expect("dir");
+    let (run, host) = run_suspending_with(
+        policy,
+        idle_upstream(),
+        dir.path(),
+        &[("ticker", ticker(period_ms, ticks))],
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(run.outcome("ticker"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.lines_of("ticker").len(), ticks as usize, "every tick");
+    host
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requeue_driven_module_is_suspended_between_its_timers_and_resumed_ahead_of_them() {
     // Ticks every 800 ms, shorter than its 1 s idle threshold: counted from its last entry,
     // as before, it would never be idle. Timers are foreseen, so from 1 s after its start (its
     // last unforeseen wake-up) it is suspended after each tick whose next one is at least
     // 500 ms away, and resumed just ahead of it.
-    let dir = tempfile::tempdir().expect("dir");
     let ticks = 7;
-    let (run, host) = run_suspending_with(
-        SuspendPolicy::after(Duration::from_secs(1)).cost_factor(0),
-        idle_upstream(),
-        dir.path(),
-        &[("ticker", ticker(800, ticks))],
-        |_, _| {},
-    )
-    .await;
-    assert_eq!(run.outcome("ticker"), &ModuleOutcome::Exited(0));
-    assert_eq!(run.lines_of("ticker").len(), ticks as usize, "every tick");
+    let policy = SuspendPolicy::after(Duration::from_secs(1)).cost_factor(0);
+    let host = run_ticker(policy, 800, ticks).await;
     let suspends = metric(&host, "kube_wasm_module_suspends_total", "ticker");
     let resumes = metric(&host, "kube_wasm_module_resumes_total", "ticker");
     // Suspended at 1 s (before the tick at 1.6 s) and after the ticks at 1.6 … 4.8 s: 6. Had
@@ -481,18 +489,8 @@ async fn a_ticker_stays_resident_once_a_suspend_and_a_resume_cost_more_than_its_
     // The 800 ms ticker above, suspended between timers only if the next is 100,000 round
     // trips away: its first suspend comes before anything was measured; any
     // suspend and resume take more than 10 µs, so after that its ticks are too near.
-    let dir = tempfile::tempdir().expect("dir");
-    let ticks = 5;
-    let (run, host) = run_suspending_with(
-        SuspendPolicy::after(Duration::from_secs(1)).cost_factor(100_000),
-        idle_upstream(),
-        dir.path(),
-        &[("ticker", ticker(800, ticks))],
-        |_, _| {},
-    )
-    .await;
-    assert_eq!(run.outcome("ticker"), &ModuleOutcome::Exited(0));
-    assert_eq!(run.lines_of("ticker").len(), ticks as usize, "every tick");
+    let policy = SuspendPolicy::after(Duration::from_secs(1)).cost_factor(100_000);
+    let host = run_ticker(policy, 800, 5).await;
     assert_eq!(
         metric(&host, "kube_wasm_module_suspends_total", "ticker"),
         1
