@@ -11,7 +11,7 @@ use common::{
     test_settings,
 };
 use host_shim::runtime::module::EndReason;
-use host_shim::runtime::suspend::{SuspendPolicy, Suspendable};
+use host_shim::runtime::suspend::{CHUNK, SuspendPolicy, Suspendable};
 use host_shim::{
     Host, ModuleError, ModuleOptions, ModuleOutcome, Settings, StopHandle, Supervisor, Upstream,
 };
@@ -226,8 +226,12 @@ async fn the_snapshot_skips_zero_memory_and_the_module_holds_none_while_suspende
         .to_string_lossy()
         .into_owned();
     assert!(name.starts_with("big-"), "named after the module: {name}");
-    // 64 pages of memory, of which only page 0 (the prelude's data) is not zero.
-    assert_eq!(snapshot, 16 + 8 + 65536, "only non-zero chunks are written");
+    // 64 wasm pages of memory, of which only the first chunk (the prelude's data) is not zero.
+    assert_eq!(
+        snapshot,
+        16 + 8 + CHUNK as u64,
+        "only non-zero chunks are written"
+    );
     assert_eq!(metric(&host, "kube_wasm_module_resumes_total", "big"), 1);
 }
 
