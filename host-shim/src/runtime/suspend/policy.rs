@@ -35,10 +35,9 @@ impl SuspendPolicy {
     pub const MAX_FACTOR: u32 = 16;
 
     /// The longest a module must stay suspended before its next timer for a suspend to be
-    /// worth it (a shorter idle threshold is used instead): a snapshot and a resume of a few
-    /// MiB cost a few ms (the book's benchmark report, "Resume from disk"), so a
-    /// requeue-driven controller that wakes once a second still spends nearly all of it
-    /// suspended.
+    /// worth it (a shorter idle threshold is used instead), unless the host's suspends and
+    /// resumes make [`cost_factor`](Self::cost_factor) ask for more: a snapshot and a resume
+    /// of a few MiB cost a few ms (the book's benchmark report, "Resume from disk").
     pub const TIMER_GAP: Duration = Duration::from_millis(500);
 
     /// The default [`cost_factor`](Self::cost_factor): suspending a module between its timers
