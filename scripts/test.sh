@@ -13,9 +13,12 @@ cd "$(dirname "$0")/.."
 # shellcheck source=lib/suites.sh
 . scripts/lib/suites.sh
 
-# Each step says when it started (minutes:seconds since this script began), so a CI log shows
-# where a run's time went.
-step() { printf '\n==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+# Each step says when it started (minutes:seconds since this script began) and the disk left
+# where the run builds, so a CI log shows where a run's time and disk went.
+step() {
+  printf '\n==> [%d:%02d, %s free] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) \
+    "$(df -h --output=avail . | tail -n 1 | tr -d ' ')" "$*" >&2
+}
 
 # CI builds a fresh clone once: incremental compilation data would never be reused there, and
 # took 1.9 of the 5.6 GB target folder after the unit tests (a CI run failed on a full disk).
@@ -54,7 +57,8 @@ step "control plane, node, OCI registry and the host's image: made in the backgr
 # x86_64-unknown-linux-musl in a target folder of its own, so that it never waits for the
 # foreground's lock; about 8 minutes cold on 2 idle cores).
 provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
-setsid bash -c '. scripts/lib/suites.sh && provision_suite_infra' >"$provision_log" 2>&1 &
+setsid bash -c '. scripts/lib/suites.sh && provision_suite_infra && prune_build_caches provision' \
+  >"$provision_log" 2>&1 &
 provision_pid=$!
 # The book's tools (mdBook, lychee: scripts/book.sh, pinned versions, kept in ~/.cargo/bin)
 # are built the same way on a fresh machine, niced so that the workspace's build goes first.
@@ -68,7 +72,7 @@ step "Go: the SDK, the Go example and the Go e2e guests, in the background (scri
 # Rust build below leaves it idle; its log is printed when it is awaited, before the
 # end-to-end tests that run the Go programs.
 go_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-go.XXXXXX")
-setsid scripts/go.sh >"$go_log" 2>&1 &
+setsid bash -c '. scripts/lib/suites.sh && scripts/go.sh && prune_build_caches go' >"$go_log" 2>&1 &
 go_pid=$!
 trap 'kill -- "-$provision_pid" "-$book_tools_pid" "-$go_pid" 2>/dev/null || true' EXIT
 
@@ -80,6 +84,7 @@ cargo test --workspace --exclude kube-wasm-e2e --exclude kube-wasm-parity
 
 step "fuzz: every target of fuzz/ for 20 s (scripts/fuzz.sh; fails on any crash)"
 scripts/fuzz.sh
+prune_build_caches fuzz
 
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings

@@ -49,6 +49,28 @@ provision_suite_infra() {
   CARGO_TARGET_DIR=target/image scripts/image.sh build "$SUITE_IMAGE_LAYOUT"
 }
 
+# prune_build_caches provision|go|fuzz: on CI (CI=true), where a clone is built once, deletes
+# the build caches of what is already built and run — the control plane's and node's Go build
+# cache and the image's target folder (its OCI layout stays), the Go programs' build cache, or
+# the fuzz targets' build (corpus and artifacts stay) — so that the Rust builds after them
+# have the disk (a CI run failed with no space left on the device).
+# A warm machine keeps them: they make a rebuild after a pin or source change quick.
+prune_build_caches() {
+  [[ ${CI:-} == true ]] || return 0
+  local cache=${KUBE_WASM_CACHE:-$HOME/.cache/kube-wasm} before
+  before=$(df --output=avail -B1M . | tail -n 1)
+  case $1 in
+    provision)
+      rm -rf "$cache/control-plane/go-build"
+      find target/image -mindepth 1 -maxdepth 1 ! -path "$SUITE_IMAGE_LAYOUT" -exec rm -rf {} +
+      ;;
+    go) rm -rf "${GOCACHE_KUBE_WASM:-$cache/go-build}" ;;
+    fuzz) rm -rf fuzz/target/x86_64-unknown-linux-gnu fuzz/target/fuzz ;;
+    *) echo "prune_build_caches: provision, go or fuzz, not $1" >&2; return 2 ;;
+  esac
+  echo "CI: pruned the $1 build caches, $(($(df --output=avail -B1M . | tail -n 1) - before)) MiB freed" >&2
+}
+
 # start_suite_infra [VERSION]: starts a control plane (of Kubernetes VERSION, else
 # KUBE_WASM_KUBE_VERSION, else the newest pinned), an OCI registry holding the host's image
 # (KUBE_WASM_HOST_IMAGE, by digest) and a one-node cluster of the same version pulling from it
