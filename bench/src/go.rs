@@ -32,6 +32,7 @@ use serde::Serialize;
 
 use crate::fleet::{Fleet, Setup, host_manifest};
 use crate::memory::Sample;
+use crate::pressure::ReclaimCounters;
 use crate::{cluster, statics, stats};
 
 /// What the Go workload needs besides the bench's [`Setup`].
@@ -120,6 +121,9 @@ pub struct GoFigures {
     pub fleet_wasm: Option<Sample>,
     /// The same, every module suspended to disk.
     pub fleet_suspended: Option<Sample>,
+    /// The machine's global memory reclaim during the run: anything but none means the
+    /// resident figures may read lower than at rest (see [`crate::pressure`]).
+    pub reclaim: crate::pressure::Reclaim,
 }
 
 const LABEL: (&str, &str) = ("kube-wasm.dev/mirror", "true");
@@ -296,6 +300,7 @@ fn entry(name: &str, wasm: &Path, ns: &str, suspend: Option<&str>) -> Entry {
 /// # Errors
 /// If a launch fails, or a controller does not mirror in time.
 pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFigures> {
+    let reclaim_at_start = ReclaimCounters::now();
     let client = cluster::client(&setup.kubeconfig).await?;
     eprintln!("bench go: size and compile of {}", go.wasm.display());
     let statics = statics::measure_one(&go.wasm, &out.join("go-statics-cache"), 1).await?;
@@ -469,6 +474,7 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
         fleet_native,
         fleet_wasm,
         fleet_suspended,
+        reclaim: reclaim_at_start.until(&ReclaimCounters::now()),
     })
 }
 

@@ -2,7 +2,8 @@
 //! ([`audit`]), memory budgets under cgroup limits and idle CPU ([`budget`], [`cgroup`]; the edge and
 //! mixed fleets' [`fleet_budget`], answered as [`reactions`] say; run in order by [`budget_stage`]), the driver's side of the cluster ([`cluster`]), a launch's controllers
 //! ([`fleet`]), the memory levers before/after ([`levers`]), the cold start ([`cold_start`]), fleets of
-//! distinct controllers ([`mixed`]), Go controllers ([`go`]), process memory ([`memory`]), sample
+//! distinct controllers ([`mixed`]), Go controllers ([`go`]), process memory ([`memory`]), the
+//! machine's global memory reclaim ([`pressure`]), sample
 //! statistics ([`stats`]), the static figures ([`statics`]), the workloads ([`workloads`]),
 //! host replicas sharing a fleet ([`replicas`]), suspended modules by the thousand
 //! ([`suspended_scale`]) and the report ([`report`]) of
@@ -25,6 +26,7 @@ pub mod go;
 pub mod levers;
 pub mod memory;
 pub mod mixed;
+pub mod pressure;
 pub mod reactions;
 pub mod replicas;
 pub mod report;

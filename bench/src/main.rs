@@ -13,6 +13,7 @@ use clap::Parser;
 use kube_wasm_bench::budget::BudgetLever;
 use kube_wasm_bench::budget_stage::BudgetPlan;
 use kube_wasm_bench::fleet::{self, Setup, Variant};
+use kube_wasm_bench::pressure::ReclaimCounters;
 use kube_wasm_bench::replicas::{self, ReplicasSetup};
 use kube_wasm_bench::report::{Measured, Report, Unavailable};
 use kube_wasm_bench::workloads::{Bench, Params, require_file};
@@ -254,12 +255,13 @@ async fn run_go(cli: &Cli, setup: &Setup, out: &std::path::Path) -> anyhow::Resu
         "# Go controllers: the benchmark's Go workload\n\n\
          Written by `scripts/bench.sh --go` (release builds): {}; {} labelled ConfigMaps per \
          controller, {} events natively and resident (a third as many suspended), \
-         `idleAfter: {}`. Every figure is from this one run; `go.json` beside this page holds them \
-         all.\n\n{md}",
+         `idleAfter: {}`; global memory reclaim during the run: {}. Every figure is from this \
+         one run; `go.json` beside this page holds them all.\n\n{md}",
         context.join("; "),
         go.objects,
         go.events,
         setup.suspend_idle_after,
+        figures.reclaim,
     );
     let json =
         serde_json::to_string_pretty(&serde_json::json!({"figures": figures, "goals": goals}))?;
@@ -356,6 +358,7 @@ async fn main() -> anyhow::Result<()> {
         return run_go(&cli, &setup, &out).await;
     }
     let mut context = machine_context();
+    let reclaim_at_start = ReclaimCounters::now();
     context.push((
         "parameters".into(),
         format!(
@@ -611,7 +614,12 @@ async fn main() -> anyhow::Result<()> {
     };
     let book = cli.book.clone();
     let checkpoint = |measured: &Measured| -> anyhow::Result<Report> {
-        let report = Report::new(measured.clone());
+        let mut measured = measured.clone();
+        measured.context.push((
+            "global memory reclaim during the run".into(),
+            reclaim_at_start.until(&ReclaimCounters::now()).to_string(),
+        ));
+        let report = Report::new(measured);
         for dir in std::iter::once(&out).chain(&book) {
             for file in report.write(dir)? {
                 eprintln!("bench: wrote {}", file.display());

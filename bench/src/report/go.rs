@@ -34,8 +34,15 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
             s.pss_anon_kib as f64 / 1024.0
         )
     };
-    let mut md =
-        String::from("## Goals\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n");
+    let mut md = String::new();
+    if !g.reclaim.none() {
+        let _ = writeln!(
+            md,
+            "> **Measured under memory pressure**: global reclaim during the run: {}.\n",
+            g.reclaim
+        );
+    }
+    md.push_str("## Goals\n\n| goal | target | measured | |\n| --- | --- | --- | --- |\n");
     for goal in &goals {
         let verdict = match goal.holds {
             Some(true) => "holds",
@@ -111,4 +118,27 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
         );
     }
     (md, goals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pressure::Reclaim;
+
+    #[test]
+    fn a_run_under_memory_pressure_says_so_above_its_goals() {
+        let at_rest = GoFigures::default();
+        assert!(!markdown(&at_rest).0.contains("memory pressure"));
+        let pressed = GoFigures {
+            reclaim: Reclaim {
+                kswapd_kib: 2048,
+                direct_stalls: 1,
+            },
+            ..GoFigures::default()
+        };
+        let (md, _) = markdown(&pressed);
+        let warning = md.find("Measured under memory pressure").expect("warned");
+        assert!(warning < md.find("## Goals").expect("goals"));
+        assert!(md.contains("2.0 MiB reclaimed by kswapd, 1 allocations stalled"));
+    }
 }
