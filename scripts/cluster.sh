@@ -3,6 +3,9 @@
 # kube-controller-manager, kube-scheduler and a kubelet built from the same pinned module
 # sources, with Debian's containerd, runc and CNI plugins. Run with --help for usage.
 set -euo pipefail
+# The node's tools (sysctl, iptables, ip, modprobe) are in sbin, which a shell started without
+# a login environment (env -i, some CI runners) may leave off PATH.
+export PATH="$PATH:/usr/sbin:/sbin"
 
 readonly REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly CONTROL_PLANE="$REPO_ROOT/scripts/control-plane.sh"
