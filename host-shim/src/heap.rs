@@ -137,6 +137,12 @@ pub fn trim() {
     }
 }
 
+/// How many trims this process has made since it started: at most one each [`TRIM_DELAY`]
+/// while everything asks through [`trim_soon`].
+pub fn trims() -> u64 {
+    TRIMS.load(Ordering::Relaxed)
+}
+
 /// Trims the heap [`TRIM_DELAY`] from now on a blocking thread, unless a trim is already
 /// due then. Outside a tokio runtime, does nothing.
 pub fn trim_soon() {
@@ -146,9 +152,19 @@ pub fn trim_soon() {
     if TRIM_PENDING.swap(true, Ordering::SeqCst) {
         return;
     }
-    runtime.spawn(async {
+    // Clears the pending flag however the task ends: dropped with a runtime that shuts down
+    // before the delay is over, the flag would otherwise stay set and no trim would be made
+    // again in this process.
+    struct Pending;
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            TRIM_PENDING.store(false, Ordering::SeqCst);
+        }
+    }
+    let pending = Pending;
+    runtime.spawn(async move {
         tokio::time::sleep(TRIM_DELAY).await;
-        TRIM_PENDING.store(false, Ordering::SeqCst);
+        drop(pending);
         let _ = tokio::task::spawn_blocking(trim).await;
     });
 }
@@ -157,23 +173,62 @@ pub fn trim_soon() {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn asks_within_the_delay_share_one_trim() {
-        let before = TRIMS.load(Ordering::Relaxed);
-        trim_soon();
-        assert!(TRIM_PENDING.load(Ordering::SeqCst));
-        trim_soon();
-        tokio::time::sleep(TRIM_DELAY / 2).await;
-        assert_eq!(
-            TRIMS.load(Ordering::Relaxed),
-            before,
-            "not before the delay"
-        );
-        tokio::time::sleep(TRIM_DELAY).await;
-        assert!(TRIMS.load(Ordering::Relaxed) > before, "trimmed after it");
+    /// The tests that ask for trims share the process's pending flag: one at a time.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Takes the serial lock, then waits (up to 3 s) for a trim other tests of the crate
+    /// asked for (the shared-watch cache asks too) to be made.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        let guard = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let deadline = std::time::Instant::now() + 3 * TRIM_DELAY;
+        while TRIM_PENDING.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(TRIM_DELAY / 20);
+        }
+        guard
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn asks_within_the_delay_share_one_trim() {
+        let _serial = serial();
+        runtime().block_on(async {
+            let before = TRIMS.load(Ordering::Relaxed);
+            trim_soon();
+            assert!(TRIM_PENDING.load(Ordering::SeqCst));
+            trim_soon();
+            tokio::time::sleep(TRIM_DELAY / 2).await;
+            assert_eq!(
+                TRIMS.load(Ordering::Relaxed),
+                before,
+                "not before the delay"
+            );
+            tokio::time::sleep(TRIM_DELAY).await;
+            assert!(TRIMS.load(Ordering::Relaxed) > before, "trimmed after it");
+            assert!(
+                !TRIM_PENDING.load(Ordering::SeqCst),
+                "trimmed; the next ask waits again"
+            );
+        });
+    }
+
+    #[test]
+    fn a_trim_lost_with_its_runtime_does_not_stop_later_ones() {
+        let _serial = serial();
+        let runtime = runtime();
+        runtime.block_on(async { trim_soon() });
+        assert!(TRIM_PENDING.load(Ordering::SeqCst), "asked");
+        drop(runtime);
         assert!(
             !TRIM_PENDING.load(Ordering::SeqCst),
-            "trimmed; the next ask waits again"
+            "the dropped task no longer holds the pending flag"
         );
     }
 

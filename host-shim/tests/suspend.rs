@@ -441,6 +441,38 @@ fn ticker(period_ms: u64, ticks: u32) -> Vec<u8> {
     guest.wasm()
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suspends_within_a_second_share_one_heap_trim() {
+    // A trim walks the host's whole heap, which grows with its modules: one a suspend made
+    // an event's CPU time grow with the number of modules. Six tickers are suspended after
+    // each of their first three ticks, at about the same moments; the trims of the whole
+    // process (other tests' hosts included) stay at one a second.
+    let names = ["t0", "t1", "t2", "t3", "t4", "t5"];
+    let guests: Vec<(&str, Vec<u8>)> = names.iter().map(|n| (*n, ticker(400, 4))).collect();
+    let dir = tempfile::tempdir().expect("dir");
+    let trims_before = host_shim::heap::trims();
+    let started = std::time::Instant::now();
+    let (run, host) = run_suspending(idle_upstream(), dir.path(), &guests, |_, _| {}).await;
+    // A trim asked for by the last suspend runs up to a second later.
+    tokio::time::sleep(host_shim::heap::TRIM_DELAY * 2).await;
+    let secs = started.elapsed().as_secs_f64();
+    let trims = host_shim::heap::trims() - trims_before;
+    let mut suspends = 0;
+    for name in names {
+        assert_eq!(run.outcome(name), &ModuleOutcome::Exited(0));
+        suspends += metric(&host, "kube_wasm_module_suspends_total", name);
+    }
+    assert!(
+        suspends >= 12,
+        "each ticker suspended between ticks: {suspends}"
+    );
+    assert!(trims >= 1, "the freed instances were trimmed");
+    assert!(
+        (trims as f64) <= secs.ceil() + 1.0,
+        "{trims} trims in {secs:.1} s for {suspends} suspends"
+    );
+}
+
 /// Runs [`ticker`]`(period_ms, ticks)` alone with `policy`, asserts that it ticked every time
 /// and exited, and returns the host.
 async fn run_ticker(policy: SuspendPolicy, period_ms: u64, ticks: u32) -> Host {

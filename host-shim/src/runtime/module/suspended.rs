@@ -87,8 +87,10 @@ pub(super) async fn suspend(
                 drop(slot);
                 // The instance's allocations (its `VMContext`, tens of KiB), and the
                 // module's metadata if it was dropped, are free now, and would stay resident
-                // between the host state of the modules still there.
-                crate::heap::trim();
+                // between the host state of the modules still there. A trim walks the whole
+                // heap, which grows with the modules: the suspends of a second share one (one
+                // a suspend made each event's CPU grow with the number of modules).
+                crate::heap::trim_soon();
                 Ok((state, snapshot))
             }
             Err(why) => Err((store, slot, held, why)),
