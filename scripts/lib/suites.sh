@@ -65,7 +65,7 @@ prune_build_caches() {
       find target/image -mindepth 1 -maxdepth 1 ! -path "$SUITE_IMAGE_LAYOUT" -exec rm -rf {} +
       ;;
     go) rm -rf "${GOCACHE_KUBE_WASM:-$cache/go-build}" ;;
-    fuzz) rm -rf fuzz/target/x86_64-unknown-linux-gnu fuzz/target/fuzz ;;
+    fuzz) find fuzz/target -mindepth 1 -maxdepth 1 -type d ! -name corpus ! -name artifacts -exec rm -rf {} + ;;
     *) echo "prune_build_caches: provision, go or fuzz, not $1" >&2; return 2 ;;
   esac
   echo "CI: pruned the $1 build caches, $(($(df --output=avail -B1M . | tail -n 1) - before)) MiB freed" >&2
