@@ -186,10 +186,12 @@ async fn memory_globals_and_pending_delays_survive_suspends() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_snapshot_skips_zero_memory_and_the_module_holds_none_while_suspended() {
+async fn a_snapshot_holds_the_chunks_changed_since_instantiation_and_no_memory_stays() {
     let dir = tempfile::tempdir().expect("dir");
-    let guest =
-        Guest::new("(drop (memory.grow (i32.const 60))) (drop (call $delay (i64.const 400)))");
+    let guest = Guest::new(
+        "(drop (memory.grow (i32.const 60))) (i32.store8 (i32.const 200000) (i32.const 1)) \
+         (drop (call $delay (i64.const 400)))",
+    );
     let (seen_tx, seen_rx) = tokio::sync::oneshot::channel();
     let (run, host) = run_suspending(
         idle_upstream(),
@@ -226,11 +228,12 @@ async fn the_snapshot_skips_zero_memory_and_the_module_holds_none_while_suspende
         .to_string_lossy()
         .into_owned();
     assert!(name.starts_with("big-"), "named after the module: {name}");
-    // 64 wasm pages of memory, of which only the first chunk (the prelude's data) is not zero.
+    // 64 wasm pages of memory, of which two chunks are not zero: the prelude's data, as
+    // instantiation left it, and the one `_start` wrote to.
     assert_eq!(
         snapshot,
         16 + 8 + CHUNK as u64,
-        "only non-zero chunks are written"
+        "only the chunk written since instantiation is in the snapshot"
     );
     assert_eq!(metric(&host, "kube_wasm_module_resumes_total", "big"), 1);
 }
@@ -364,7 +367,11 @@ async fn a_snapshot_that_cannot_be_written_leaves_the_module_resident() {
 async fn a_snapshot_altered_on_disk_ends_the_module_with_a_resume_error() {
     let dir = tempfile::tempdir().expect("dir");
     let base = dir.path().to_owned();
-    let wasm = Guest::new("(drop (call $delay (i64.const 600)))").wasm();
+    // A chunk written since instantiation, whose last byte is the file's.
+    let wasm = Guest::new(
+        "(i32.store (i32.const 70000) (i32.const 5)) (drop (call $delay (i64.const 600)))",
+    )
+    .wasm();
     let (run, _host) = run_suspending(
         idle_upstream(),
         dir.path(),

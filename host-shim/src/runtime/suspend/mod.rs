@@ -7,16 +7,17 @@
 //! WASI context, completion queue — is host memory and stays where it is.
 //!
 //! - **Suspend**: the memory is streamed to a [`Snapshot`] file (no copy of it in host memory;
-//!   all-zero 4 KiB chunks are skipped), the globals are kept in host memory, and the
+//!   the 4 KiB chunks that still hold what a fresh instance holds are left out, see
+//!   [`ImageDigest`]), the globals are kept in host memory, and the
 //!   `Store` is dropped, which frees its instance, its linear memory and its fiber stack (or
 //!   returns them to the pool, with a pooling allocator).
 //! - **Resume** (at the first completion that arrives for a live op, or just before the
 //!   module's earliest timer falls due): a new `Store` with the
 //!   same host state, the pre-instantiated module instantiated again (its `_start` is not
-//!   called), the memory grown to the snapshot's size and read back from the file (only the
-//!   4 KiB pages that differ from the fresh instance's are written, so pages the guest never
-//!   changed stay shared with the module's copy-on-write image), the globals set; then the
-//!   completion is delivered as usual. The file is removed.
+//!   called), the memory grown to the snapshot's size and the file's chunks written into it
+//!   (only the 4 KiB pages that differ from the fresh instance's are written, so pages the
+//!   guest never changed stay shared with the module's copy-on-write image), the globals set;
+//!   then the completion is delivered as usual. The file is removed.
 //!
 //! Op tasks go on while a module is suspended; their completions wait in its queue. A stop
 //! request behaves as for a resident module: the `stop` completion resumes it, and a module
@@ -38,6 +39,7 @@
 //! [ahead](ResumeAhead) of the earliest.
 
 pub mod cost;
+pub mod image;
 pub mod policy;
 pub mod prepare;
 
@@ -50,6 +52,7 @@ use std::sync::OnceLock;
 use wasmtime::{AsContextMut, Instance, Val};
 
 pub use cost::SuspendCost;
+pub use image::ImageDigest;
 pub use policy::{IdleThreshold, ResumeAhead, SuspendPolicy};
 pub use prepare::{Prepared, SnapshotLayout, Suspendable, prepare};
 
@@ -60,10 +63,20 @@ use crate::runtime::abi::memory::MEMORY_EXPORT;
 /// inside chunks that were not all zero.)
 pub const CHUNK: usize = 4 << 10;
 
-/// The first bytes of a snapshot file (format version 1): this magic, the memory size in
-/// bytes (u64 LE), then for each chunk that is not all zero its byte offset (u64 LE) and its
-/// bytes ([`CHUNK`], or what is left at the end of memory).
+/// The first bytes of a snapshot file of a module whose fresh memory is not known (format
+/// version 1): this magic, the memory size in bytes (u64 LE), then for each chunk that is not
+/// all zero its byte offset (u64 LE) and its bytes ([`CHUNK`], or what is left at the end of
+/// memory). A chunk left out is zero.
 const MAGIC: &[u8; 8] = b"KWSNAP1\n";
+
+/// The first bytes of a snapshot file of a module with an [`ImageDigest`] (format version
+/// 2): as version 1, but a chunk left out holds what a fresh instance holds, and an offset
+/// with its lowest bit set ([`ZEROED`]) is a chunk the guest zeroed where the fresh instance
+/// holds data, with no bytes after it.
+const MAGIC_FRESH: &[u8; 8] = b"KWSNAP2\n";
+
+/// The bit of an entry's offset that marks a zeroed chunk (format version 2).
+const ZEROED: u64 = 1;
 
 /// The folder of this host's snapshots: created with mode `0700` under a base folder,
 /// removed with everything in it when dropped.
@@ -156,6 +169,8 @@ pub fn default_base(cache_dir: Option<&Path>) -> PathBuf {
 pub struct Snapshot {
     file: tempfile::NamedTempFile,
     memory_bytes: u64,
+    /// Whether chunks left out are as in a fresh instance (format 2), not zero (format 1).
+    from_image: bool,
     chunks: u64,
     file_bytes: u64,
     crc: u32,
@@ -215,11 +230,13 @@ pub fn capture(
         .suffix(".snapshot")
         .tempfile_in(dir)
         .map_err(|e| format!("cannot create a snapshot file in {}: {e}", dir.display()))?;
-    let written = write_memory(file.as_file_mut(), memory.data(&store))
+    let image = layout.image.as_ref();
+    let written = write_memory(file.as_file_mut(), memory.data(&store), image)
         .map_err(|e| format!("cannot write {}: {e}", file.path().display()))?;
     Ok(Snapshot {
         file,
         memory_bytes: u64::try_from(memory.data_size(&store)).unwrap_or(u64::MAX),
+        from_image: image.is_some(),
         chunks: written.chunks,
         file_bytes: written.bytes,
         crc: written.crc,
@@ -228,7 +245,7 @@ pub fn capture(
 }
 
 /// Puts `snapshot` back into `instance`, a fresh instance of the same module: grows its
-/// memory to the snapshot's size, reads the memory back from the file, zeroes what the
+/// memory to the snapshot's size, writes the file's chunks into it, zeroes what the
 /// snapshot holds as zero, and sets the globals. Blocking I/O: call it from a blocking
 /// thread.
 ///
@@ -363,19 +380,35 @@ fn is_zero(bytes: &[u8]) -> bool {
         .all(|part| ZEROES.get(..part.len()) == Some(part))
 }
 
-/// Streams `memory` to `file` in the snapshot format, skipping all-zero chunks. Only a small
-/// write buffer is allocated, never a copy of the memory.
-fn write_memory(file: &mut File, memory: &[u8]) -> io::Result<Written> {
+/// Streams `memory` to `file` in the snapshot format: with the module's `image`, only the
+/// chunks that differ from a fresh instance's (format 2); without, every chunk that is not
+/// all zero (format 1). Only a small write buffer is allocated, never a copy of the memory.
+fn write_memory(
+    file: &mut File,
+    memory: &[u8],
+    image: Option<&ImageDigest>,
+) -> io::Result<Written> {
+    use image::Compared;
     let mut out = Summing::new(BufWriter::with_capacity(256 << 10, file));
-    out.write_all(MAGIC)?;
+    out.write_all(if image.is_some() { MAGIC_FRESH } else { MAGIC })?;
     out.write_all(&(memory.len() as u64).to_le_bytes())?;
+    let mut walk = image.map(ImageDigest::walk);
     let mut chunks = 0;
     for (i, chunk) in memory.chunks(CHUNK).enumerate() {
-        if is_zero(chunk) {
-            continue;
+        let offset = (i * CHUNK) as u64;
+        let compared = match &mut walk {
+            Some(walk) => walk.compare(i as u64, chunk),
+            None if is_zero(chunk) => Compared::Fresh,
+            None => Compared::Changed,
+        };
+        match compared {
+            Compared::Fresh => continue,
+            Compared::Zeroed => out.write_all(&(offset | ZEROED).to_le_bytes())?,
+            Compared::Changed => {
+                out.write_all(&offset.to_le_bytes())?;
+                out.write_all(chunk)?;
+            }
         }
-        out.write_all(&((i * CHUNK) as u64).to_le_bytes())?;
-        out.write_all(chunk)?;
         chunks += 1;
     }
     out.flush()?;
@@ -386,12 +419,13 @@ fn write_memory(file: &mut File, memory: &[u8]) -> io::Result<Written> {
     })
 }
 
-/// Reads a snapshot written by [`write_memory`] into `memory`, which must already have the
-/// snapshot's size (writing only the pages that differ, see [`write_changed_pages`]), and
-/// zeroes every chunk of the first `fresh` bytes (the fresh instance's memory before it
-/// grew: data segments) that the snapshot does not hold and that is not zero already; memory
-/// past `fresh` was just grown, so it is zero. Checks the header, the chunk offsets, the chunk count, the length and the
-/// checksum `expected` recorded at write time.
+/// Reads a snapshot written by [`write_memory`] into `memory`, a fresh instance's memory
+/// grown to the snapshot's size, whose first `fresh` bytes are the fresh instance's before it
+/// grew (data segments; past them, memory was just grown, so it is zero). Writes only the
+/// pages that differ (see [`write_changed_pages`]) and zeroes the chunks format 2 marks
+/// [`ZEROED`]; in format 1, also zeroes every chunk of the first `fresh` bytes that the
+/// snapshot does not hold and that is not zero already. Checks the header, the chunk
+/// offsets, the chunk count, the length and the checksum `expected` recorded at write time.
 fn read_memory(
     file: impl Read,
     memory: &mut [u8],
@@ -404,8 +438,9 @@ fn read_memory(
     let mut header = [0u8; 16];
     input.read_exact(&mut header).map_err(io)?;
     let (magic, size) = header.split_at(8);
-    if magic != MAGIC {
-        return Err("not a snapshot file (bad header)".into());
+    let from_image = expected.from_image;
+    if magic != if from_image { MAGIC_FRESH } else { MAGIC } {
+        return Err("not a snapshot file of its format (bad header)".into());
     }
     let size = u64::from_le_bytes(size.try_into().map_err(|_| "short header")?);
     if size != memory.len() as u64 || size != expected.memory_bytes {
@@ -419,14 +454,23 @@ fn read_memory(
     for _ in 0..expected.chunks {
         let mut offset = [0u8; 8];
         input.read_exact(&mut offset).map_err(io)?;
-        let offset = u64::from_le_bytes(offset);
+        let entry = u64::from_le_bytes(offset);
+        let zeroed = from_image && entry % CHUNK as u64 == ZEROED;
+        let offset = if zeroed { entry - ZEROED } else { entry };
         let index = usize::try_from(offset / CHUNK as u64).unwrap_or(usize::MAX);
         if offset % CHUNK as u64 != 0 || index >= restored.len() || restored[index] {
-            return Err(format!("bad chunk offset {offset}"));
+            return Err(format!("bad chunk offset {entry}"));
         }
         restored[index] = true;
         let start = index * CHUNK;
         let end = (start + CHUNK).min(memory.len());
+        if zeroed {
+            let chunk = &mut memory[start..end];
+            if start < fresh && !is_zero(chunk) {
+                chunk.fill(0);
+            }
+            continue;
+        }
         let chunk = &mut buffer[..end - start];
         input.read_exact(chunk).map_err(io)?;
         write_changed_pages(&mut memory[start..end], chunk, fresh.saturating_sub(start));
@@ -437,6 +481,9 @@ fn read_memory(
     }
     if input.bytes != expected.file_bytes || input.crc.clone().finalize() != expected.crc {
         return Err("does not hold what was written (checksum mismatch)".into());
+    }
+    if from_image {
+        return Ok(());
     }
     let fresh = fresh.min(memory.len());
     let fresh_chunks = fresh.div_ceil(CHUNK);
@@ -461,14 +508,19 @@ mod tests {
     use std::os::unix::fs::MetadataExt as _;
 
     fn snapshot_of(dir: &Path, memory: &[u8]) -> Snapshot {
+        snapshot_against(dir, memory, None)
+    }
+
+    fn snapshot_against(dir: &Path, memory: &[u8], image: Option<&ImageDigest>) -> Snapshot {
         let mut file = tempfile::Builder::new()
             .prefix("t-")
             .tempfile_in(dir)
             .expect("file");
-        let written = write_memory(file.as_file_mut(), memory).expect("written");
+        let written = write_memory(file.as_file_mut(), memory, image).expect("written");
         Snapshot {
             file,
             memory_bytes: memory.len() as u64,
+            from_image: image.is_some(),
             chunks: written.chunks,
             file_bytes: written.bytes,
             crc: written.crc,
@@ -519,6 +571,54 @@ mod tests {
         let file = std::fs::read(snapshot.path()).expect("read");
         read_memory(&file[..], &mut grown, fresh, &snapshot).expect("restores");
         assert_eq!(grown[2 * CHUNK + 1], 5, "not scanned: a grown page is zero");
+    }
+
+    #[test]
+    fn against_the_image_only_chunks_that_differ_from_a_fresh_instance_are_written() {
+        let dir = tempfile::tempdir().expect("dir");
+        let segments: [(u64, &[u8]); 3] = [
+            (0, b"code and data"),
+            (CHUNK as u64, b"read-only"),
+            (2 * CHUNK as u64 + 5, b"zeroed later"),
+        ];
+        let image = ImageDigest::from_segments(segments);
+        // A fresh instance of 3 chunks, grown by 2.
+        let fresh_len = 3 * CHUNK;
+        let mut fresh = vec![0u8; fresh_len];
+        for (offset, bytes) in segments {
+            let at = offset as usize;
+            fresh[at..at + bytes.len()].copy_from_slice(bytes);
+        }
+        let mut live = fresh.clone();
+        live.resize(5 * CHUNK, 0);
+        live[3] = b'D';
+        live[2 * CHUNK..3 * CHUNK].fill(0);
+        live[4 * CHUNK + 1] = 9;
+        let snapshot = snapshot_against(dir.path(), &live, Some(&image));
+        assert_eq!(
+            snapshot.chunks, 3,
+            "chunk 0 changed, chunk 2 zeroed, chunk 4 grown; chunks 1 and 3 as fresh"
+        );
+        assert_eq!(
+            snapshot.file_bytes,
+            16 + 3 * 8 + 2 * CHUNK as u64,
+            "a zeroed chunk is its offset alone"
+        );
+        let mut target = fresh.clone();
+        target.resize(live.len(), 0);
+        let file = std::fs::read(snapshot.path()).expect("read");
+        read_memory(&file[..], &mut target, fresh_len, &snapshot).expect("restores");
+        assert!(target == live, "restored memory equals the live one");
+        // Format 1 files are not taken for format 2 ones, nor the other way round.
+        let zero_based = snapshot_of(dir.path(), &live);
+        let mut other = fresh.clone();
+        other.resize(live.len(), 0);
+        let file = std::fs::read(zero_based.path()).expect("read");
+        assert!(
+            read_memory(&file[..], &mut other, fresh_len, &snapshot)
+                .unwrap_err()
+                .contains("format")
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ use wasmparser::{
     TypeRef, ValType,
 };
 
+use super::ImageDigest;
 use crate::runtime::shadow_stack::ShadowStack;
 
 /// The prefix of the exports [`prepare`] adds; the global's index follows.
@@ -48,6 +49,9 @@ pub struct SnapshotLayout {
     /// Its shadow stack, if it is laid out as [`ShadowStack`] says: its pages are dead
     /// between entries.
     pub stack: Option<ShadowStack>,
+    /// What a fresh instance's memory holds, which a snapshot leaves out; `None` if a data
+    /// segment's offset is not an `i32.const` (then a snapshot holds every non-zero chunk).
+    pub image: Option<ImageDigest>,
 }
 
 /// Whether a module can be suspended to disk.
@@ -107,6 +111,7 @@ pub fn prepare(wasm: &[u8]) -> Prepared<'_> {
     let layout = Arc::new(SnapshotLayout {
         globals: names,
         stack,
+        image: scan.image(),
     });
     if added.is_empty() {
         return Prepared {
@@ -142,7 +147,7 @@ pub fn prepare(wasm: &[u8]) -> Prepared<'_> {
 }
 
 /// What one pass over a module found.
-struct Scan {
+struct Scan<'a> {
     /// Every section's id and content range, in order.
     sections: Vec<(u8, Range<usize>)>,
     /// The export section's content range.
@@ -155,11 +160,22 @@ struct Scan {
     stack_pointer: Option<u32>,
     /// The initial values of the module's mutable `i32` globals set by an `i32.const`.
     i32_inits: Vec<(u32, i32)>,
-    /// The offset of each active data segment (`None`: not an `i32.const`).
-    data_offsets: Vec<Option<u32>>,
+    /// Each active data segment: its offset (`None`: not an `i32.const`) and its bytes.
+    data: Vec<(Option<u32>, &'a [u8])>,
 }
 
-impl Scan {
+impl Scan<'_> {
+    /// The digest of a fresh instance's memory, if every active data segment's offset is
+    /// known.
+    fn image(&self) -> Option<ImageDigest> {
+        let segments = self
+            .data
+            .iter()
+            .map(|(offset, bytes)| Some((u64::from((*offset)?), *bytes)))
+            .collect::<Option<Vec<_>>>()?;
+        Some(ImageDigest::from_segments(segments))
+    }
+
     /// The module's shadow stack, given the export names of its mutable globals (in the
     /// order of `mutable_globals`): a `__stack_pointer` that starts at an `i32.const` at or
     /// below every active data segment, of which there is at least one (without data, bss
@@ -168,11 +184,11 @@ impl Scan {
         let index = self.stack_pointer?;
         let (_, top) = self.i32_inits.iter().find(|(i, _)| *i == index)?;
         let top = u32::try_from(*top).ok()?;
-        let stack_first = !self.data_offsets.is_empty()
+        let stack_first = !self.data.is_empty()
             && self
-                .data_offsets
+                .data
                 .iter()
-                .all(|offset| offset.is_some_and(|offset| offset >= top));
+                .all(|(offset, _)| offset.is_some_and(|offset| offset >= top));
         if !stack_first {
             return None;
         }
@@ -195,7 +211,7 @@ fn i32_const(expr: &ConstExpr<'_>) -> Option<i32> {
 }
 
 /// Reads the module once. `Ok(Err(why))`: readable but not suspendable.
-fn scan(wasm: &[u8]) -> wasmparser::Result<Result<Scan, String>> {
+fn scan(wasm: &[u8]) -> wasmparser::Result<Result<Scan<'_>, String>> {
     let mut found = Scan {
         sections: Vec::new(),
         export_section: None,
@@ -203,7 +219,7 @@ fn scan(wasm: &[u8]) -> wasmparser::Result<Result<Scan, String>> {
         mutable_globals: Vec::new(),
         stack_pointer: None,
         i32_inits: Vec::new(),
-        data_offsets: Vec::new(),
+        data: Vec::new(),
     };
     let (mut memories, mut imported_globals, mut function) = (0u32, 0u32, 0u32);
     for payload in Parser::new(0).parse_all(wasm) {
@@ -280,10 +296,10 @@ fn scan(wasm: &[u8]) -> wasmparser::Result<Result<Scan, String>> {
             }
             Payload::DataSection(reader) => {
                 for data in reader {
-                    if let DataKind::Active { offset_expr, .. } = data?.kind {
-                        found
-                            .data_offsets
-                            .push(i32_const(&offset_expr).and_then(|o| u32::try_from(o).ok()));
+                    let data = data?;
+                    if let DataKind::Active { offset_expr, .. } = data.kind {
+                        let offset = i32_const(&offset_expr).and_then(|o| u32::try_from(o).ok());
+                        found.data.push((offset, data.data));
                     }
                 }
             }
@@ -494,7 +510,36 @@ mod tests {
             Suspendable::Yes(Arc::new(SnapshotLayout {
                 globals: vec!["g".into()],
                 stack: None,
+                image: Some(ImageDigest::from_segments([])),
             }))
+        );
+    }
+
+    /// The image digest `prepare` finds in a module with `data` (WAT fields).
+    fn image_of(data: &str) -> Option<ImageDigest> {
+        let bytes = wasm(&format!("(module (memory 3) {data})"));
+        match prepare(&bytes).suspendable {
+            Suspendable::Yes(layout) => layout.image.clone(),
+            Suspendable::No(why) => panic!("not suspendable: {why}"),
+        }
+    }
+
+    #[test]
+    fn the_image_is_what_the_active_data_segments_write() {
+        let image = image_of(
+            r#"(data (i32.const 8) "one") (data (i32.const 70000) "two") (data "passive")"#,
+        )
+        .expect("known offsets");
+        assert_eq!(
+            image,
+            ImageDigest::from_segments([(8, &b"one"[..]), (70000, &b"two"[..])]),
+            "the passive segment never reaches memory"
+        );
+        assert_eq!(image.chunks(), 2);
+        assert_eq!(
+            image_of(r#"(global $base i32 (i32.const 64)) (data (global.get $base) "x")"#),
+            None,
+            "an offset that is not an i32.const leaves the image unknown"
         );
     }
 
