@@ -5,10 +5,10 @@
 //!
 //! A chunk the guest never changed since it was instantiated need not be in a snapshot: the
 //! resume's fresh instance holds it already. Most of a module's data segments are read-only
-//! data — all of a Go module's 12 MiB image but its heap's metadata — so a snapshot of only
-//! the chunks that differ is a fraction of one of every non-zero chunk.
+//! data that no instance changes (21 MiB of a Go module's), so a snapshot of only the chunks
+//! that differ is a fraction of one of every non-zero chunk.
 //!
-//! A hash is compared instead of the bytes so that the host keeps 24 bytes per image chunk,
+//! A hash is compared instead of the bytes so that the host keeps 32 bytes per image chunk,
 //! not the image. Two different chunks with the same 128-bit hash would make a resume give
 //! the guest its old bytes for that chunk; by chance that does not happen, and a guest that
 //! built such a chunk on purpose could only corrupt its own memory, which it can do anyway.
