@@ -19,7 +19,8 @@
 //!   `memory.init` (rustc's wasm32-wasip1 output uses none of them).
 //!
 //! It also finds where a suspendable module keeps its [`ShadowStack`], whose pages the host
-//! releases while the module is idle.
+//! releases while the module is idle, and what its data segments put in a fresh instance's
+//! memory ([`ImageDigest`]), which its snapshots leave out.
 
 use std::borrow::Cow;
 use std::ops::Range;
