@@ -22,7 +22,8 @@ use super::{CHUNK, ZEROES, is_zero};
 /// The hashes of the chunks a module's data segments make non-zero, by chunk index (the
 /// chunk at byte `index × CHUNK`). Every other chunk of a fresh instance is zero, in its
 /// initial memory and in what it grows.
-#[derive(Clone, PartialEq, Eq)]
+/// The default is the image of a module without data: every chunk zero.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ImageDigest {
     /// `(chunk index, hash)`, by increasing index.
     chunks: Vec<(u64, u128)>,
@@ -136,10 +137,14 @@ fn hash(bytes: &[u8]) -> u128 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn fresh_memory(len: usize, segments: &[(u64, &[u8])]) -> Vec<u8> {
+    /// `len` bytes of zeroes with `segments` written over them, in order.
+    pub(in crate::runtime::suspend) fn fresh_memory(
+        len: usize,
+        segments: &[(u64, &[u8])],
+    ) -> Vec<u8> {
         let mut memory = vec![0u8; len];
         for (offset, bytes) in segments {
             let at = usize::try_from(*offset).expect("small");

@@ -78,6 +78,12 @@ const MAGIC_FRESH: &[u8; 8] = b"KWSNAP2\n";
 /// The bit of an entry's offset that marks a zeroed chunk (format version 2).
 const ZEROED: u64 = 1;
 
+/// The magic of a snapshot whose left-out chunks are as in a fresh instance (format 2) or
+/// zero (format 1).
+fn magic(from_image: bool) -> &'static [u8; 8] {
+    if from_image { MAGIC_FRESH } else { MAGIC }
+}
+
 /// The folder of this host's snapshots: created with mode `0700` under a base folder,
 /// removed with everything in it when dropped.
 #[derive(Debug)]
@@ -390,18 +396,15 @@ fn write_memory(
 ) -> io::Result<Written> {
     use image::Compared;
     let mut out = Summing::new(BufWriter::with_capacity(256 << 10, file));
-    out.write_all(if image.is_some() { MAGIC_FRESH } else { MAGIC })?;
+    out.write_all(magic(image.is_some()))?;
     out.write_all(&(memory.len() as u64).to_le_bytes())?;
-    let mut walk = image.map(ImageDigest::walk);
+    // Format 1 writes what a walk over an image of zeroes finds changed.
+    let zeroes = ImageDigest::default();
+    let mut walk = image.unwrap_or(&zeroes).walk();
     let mut chunks = 0;
     for (i, chunk) in memory.chunks(CHUNK).enumerate() {
         let offset = (i * CHUNK) as u64;
-        let compared = match &mut walk {
-            Some(walk) => walk.compare(i as u64, chunk),
-            None if is_zero(chunk) => Compared::Fresh,
-            None => Compared::Changed,
-        };
-        match compared {
+        match walk.compare(i as u64, chunk) {
             Compared::Fresh => continue,
             Compared::Zeroed => out.write_all(&(offset | ZEROED).to_le_bytes())?,
             Compared::Changed => {
@@ -439,7 +442,7 @@ fn read_memory(
     input.read_exact(&mut header).map_err(io)?;
     let (magic, size) = header.split_at(8);
     let from_image = expected.from_image;
-    if magic != if from_image { MAGIC_FRESH } else { MAGIC } {
+    if magic != self::magic(from_image) {
         return Err("not a snapshot file of its format (bad header)".into());
     }
     let size = u64::from_le_bytes(size.try_into().map_err(|_| "short header")?);
@@ -584,11 +587,7 @@ mod tests {
         let image = ImageDigest::from_segments(segments);
         // A fresh instance of 3 chunks, grown by 2.
         let fresh_len = 3 * CHUNK;
-        let mut fresh = vec![0u8; fresh_len];
-        for (offset, bytes) in segments {
-            let at = offset as usize;
-            fresh[at..at + bytes.len()].copy_from_slice(bytes);
-        }
+        let fresh = image::tests::fresh_memory(fresh_len, &segments);
         let mut live = fresh.clone();
         live.resize(5 * CHUNK, 0);
         live[3] = b'D';
@@ -616,6 +615,12 @@ mod tests {
         let file = std::fs::read(zero_based.path()).expect("read");
         assert!(
             read_memory(&file[..], &mut other, fresh_len, &snapshot)
+                .unwrap_err()
+                .contains("format")
+        );
+        let file = std::fs::read(snapshot.path()).expect("read");
+        assert!(
+            read_memory(&file[..], &mut other, fresh_len, &zero_based)
                 .unwrap_err()
                 .contains("format")
         );
