@@ -492,6 +492,9 @@ pub enum BudgetLever {
     ReleaseIdleStacks,
     /// `funcRefProfile`: a module's func refs ordered by its first run's profile.
     FuncRefProfile,
+    /// `suspendUnderPressure`: while the host's memory cgroup is nearly at its limit, idle
+    /// modules are suspended at once (judged with suspension, the wasm-suspend variant).
+    SuspendUnderPressure,
     /// `host-shim/hot-text.order`, judged on 2026-11-29 (the host's hot functions linked
     /// together): removed; kept here so that reports that judged it read back.
     #[value(skip)]
@@ -504,7 +507,19 @@ pub enum BudgetLever {
 
 impl BudgetLever {
     /// Every lever, in report order.
-    pub const ALL: [BudgetLever; 2] = [BudgetLever::ReleaseIdleStacks, BudgetLever::FuncRefProfile];
+    pub const ALL: [BudgetLever; 3] = [
+        BudgetLever::ReleaseIdleStacks,
+        BudgetLever::FuncRefProfile,
+        BudgetLever::SuspendUnderPressure,
+    ];
+
+    /// The variant it is judged in: the one whose fleet it can change.
+    pub fn variant(self) -> Variant {
+        match self {
+            BudgetLever::SuspendUnderPressure => Variant::WasmSuspend,
+            _ => Variant::Wasm,
+        }
+    }
 
     /// Its name in the report.
     pub fn label(self) -> &'static str {
@@ -512,6 +527,7 @@ impl BudgetLever {
             BudgetLever::ReleaseIdleCode => "releaseIdleCode (removed)",
             BudgetLever::ReleaseIdleStacks => "releaseIdleStacks",
             BudgetLever::FuncRefProfile => "funcRefProfile",
+            BudgetLever::SuspendUnderPressure => "suspendUnderPressure",
             BudgetLever::HotText => "hot-text order (removed)",
             BudgetLever::PositionDependent => "position-dependent link (-no-pie, removed)",
         }
@@ -523,6 +539,7 @@ impl BudgetLever {
         match self {
             BudgetLever::ReleaseIdleStacks => off.release_idle_stacks = false,
             BudgetLever::FuncRefProfile => off.func_ref_profile = false,
+            BudgetLever::SuspendUnderPressure => off.suspend_under_pressure = false,
             BudgetLever::ReleaseIdleCode
             | BudgetLever::HotText
             | BudgetLever::PositionDependent => return None,

@@ -35,7 +35,7 @@ pub struct BudgetPlan {
     pub idle_cpu_window: Duration,
     /// Levers judged under the budget, each off in turn (empty: none).
     pub levers: Vec<BudgetLever>,
-    /// Ring size of the lever judgements (the wasm variant).
+    /// Ring size of the lever judgements (each in its variant, [`BudgetLever::variant`]).
     pub lever_n: usize,
 }
 
@@ -53,32 +53,41 @@ impl Bench {
         checkpoint: impl Fn(&Measured) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let window = plan.idle_cpu_window;
-        if !plan.levers.is_empty() && plan.variants.contains(&Variant::Wasm) {
-            let n = plan.lever_n;
-            let what = format!("budget ring N={n} wasm, every lever on");
+        for variant in Variant::ALL {
+            let levers: Vec<BudgetLever> = plan
+                .levers
+                .iter()
+                .copied()
+                .filter(|lever| lever.variant() == variant)
+                .collect();
+            if levers.is_empty() || !plan.variants.contains(&variant) {
+                continue;
+            }
+            let (n, label) = (plan.lever_n, variant.label());
+            let what = format!("budget ring N={n} {label}, every lever on");
             eprintln!("bench: {what}");
-            match self.budget(Variant::Wasm, n, &plan.params, &tag()).await {
+            match self.budget(variant, n, &plan.params, &tag()).await {
                 Ok(budget) => measured.budgets.push(budget),
                 Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
             }
-            let what = format!("idle CPU ring N={n} wasm, every lever on");
+            let what = format!("idle CPU ring N={n} {label}, every lever on");
             eprintln!("bench: {what}");
-            match self.idle_cpu(Variant::Wasm, n, window, &tag()).await {
+            match self.idle_cpu(variant, n, window, &tag()).await {
                 Ok(cpu) => measured.idle_cpu.push(cpu),
                 Err(err) => measured.incomplete.push(format!("{what}: {err:#}")),
             }
             checkpoint(measured)?;
-            for &lever in &plan.levers {
+            for lever in levers {
                 let Some(off) = lever.off(&self.setup) else {
                     let why = format!("lever {} not judged: it was removed", lever.label());
                     eprintln!("bench: {why}");
                     measured.incomplete.push(why);
                     continue;
                 };
-                let what = format!("lever {} off, ring N={n} wasm", lever.label());
+                let what = format!("lever {} off, ring N={n} {label}", lever.label());
                 eprintln!("bench: {what}");
                 let judged = self
-                    .judge_lever(lever, &off, Variant::Wasm, n, &plan.params, window, &tag())
+                    .judge_lever(lever, &off, variant, n, &plan.params, window, &tag())
                     .await;
                 match judged {
                     Ok(judged) => measured.lever_judgements.push(judged),

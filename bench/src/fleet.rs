@@ -117,6 +117,10 @@ pub struct Setup {
     /// Whether modules' func refs are profiled and ordered (the manifest's `funcRefProfile`,
     /// on in the host by default).
     pub func_ref_profile: bool,
+    /// Whether idle modules with a suspend policy are suspended at once while the host's
+    /// memory cgroup is nearly at its limit (the manifest's `suspendUnderPressure`, on in the
+    /// host by default).
+    pub suspend_under_pressure: bool,
 }
 
 impl Setup {
@@ -194,10 +198,11 @@ pub fn host_manifest(
     metrics: SocketAddr,
 ) -> String {
     let settings = format!(
-        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleStacks: {}\nfuncRefProfile: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
+        "sharedWatches: {shared_watches}\nreleaseReadHistory: {}\nreleaseIdleStacks: {}\nfuncRefProfile: {}\nsuspendUnderPressure: {}\ncompileInChild: {}\nhttp2: {}\nmetricsAddr: {}",
         setup.release_read_history,
         setup.release_idle_stacks,
         setup.func_ref_profile,
+        setup.suspend_under_pressure,
         setup.compile_in_child,
         setup.http2,
         quote(&metrics.to_string()),
@@ -594,6 +599,7 @@ mod tests {
             suspend_between_timers: true,
             release_read_history: true,
             func_ref_profile: true,
+            suspend_under_pressure: true,
             release_idle_stacks: true,
             compile_in_child: true,
             http2: true,
@@ -617,7 +623,9 @@ mod tests {
         assert!(shared.contains("releaseReadHistory: true"), "{shared}");
         assert!(shared.contains("compileInChild: true"), "{shared}");
         assert!(shared.contains("http2: true"), "{shared}");
+        assert!(shared.contains("suspendUnderPressure: true"), "{shared}");
         let kept = Setup {
+            suspend_under_pressure: false,
             release_read_history: false,
             release_idle_stacks: false,
             compile_in_child: false,
@@ -626,6 +634,7 @@ mod tests {
         };
         let kept = manifest(&kept, Variant::Wasm, &links, addr);
         assert!(kept.contains("releaseIdleStacks: false"), "{kept}");
+        assert!(kept.contains("suspendUnderPressure: false"), "{kept}");
         assert!(kept.contains("releaseReadHistory: false"), "{kept}");
         assert!(kept.contains("compileInChild: false"), "{kept}");
         assert!(kept.contains("http2: false"), "{kept}");
@@ -638,7 +647,7 @@ mod tests {
         assert!(shared.ends_with(
             "    env:\n      \"RING_SOURCE\": \"a-1\"\n      \"RING_TARGET\": \"a-2\"\n      \"RING_BALLAST_MIB\": \"8\"\n"
         ));
-        assert!(!shared.contains("suspend"));
+        assert!(!shared.contains("suspend:"), "no module suspends: {shared}");
         let unshared = manifest(&setup, Variant::WasmUnshared, &links, addr);
         assert!(unshared.contains("sharedWatches: false"));
         let suspend = manifest(&setup, Variant::WasmSuspend, &links, addr);

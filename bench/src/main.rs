@@ -159,13 +159,14 @@ struct Cli {
     /// Memory levers judged again under the budget (comma-separated; the option without a
     /// value skips them): each
     /// one off in turn, its budget and idle CPU against every lever on, at
-    /// `--budget-lever-n` ring controllers in one host (the wasm variant).
+    /// `--budget-lever-n` ring controllers in one host (in the variant each can change: wasm,
+    /// or wasm-suspend for suspend-under-pressure).
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
         num_args = 0..,
-        default_value = "release-idle-stacks,func-ref-profile"
+        default_value = "release-idle-stacks,func-ref-profile,suspend-under-pressure"
     )]
     budget_levers: Vec<BudgetLever>,
     /// Ring controllers of the levers' budgets.
@@ -353,6 +354,7 @@ async fn main() -> anyhow::Result<()> {
         suspend_between_timers: true,
         release_read_history: true,
         func_ref_profile: true,
+        suspend_under_pressure: true,
     };
     if cli.go {
         return run_go(&cli, &setup, &out).await;

@@ -21,6 +21,7 @@
 //! | `kube_wasm_cache_entries`, `kube_wasm_cache_bytes` | gauge | | precompiled modules in the cache folder and their size, read at each scrape |
 //! | `kube_wasm_instance_slots` | gauge | | module instances that may be resident at once ([`crate::runtime::instance_slots`]) |
 //! | `kube_wasm_instance_slot_waits` | gauge | | modules waiting for an instance slot now, to start or to resume |
+//! | `kube_wasm_memory_pressure` | gauge | | 1 while the host's memory cgroup is nearly full and idle modules are suspended at once ([`crate::runtime::suspend::pressure`]), else 0 |
 //! | `kube_wasm_upstream_http2_connections`, `kube_wasm_upstream_http2_streams` | gauge | | HTTP/2 connections to the API server (shared by every module and identity, see [`crate::upstream::http2`]) and the requests and watches open on them, read at each scrape |
 
 use std::sync::Arc;
@@ -125,6 +126,7 @@ pub struct Metrics {
     http2_streams: Gauge,
     instance_slots: Gauge,
     instance_slot_waits: Gauge,
+    memory_pressure: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -166,6 +168,7 @@ impl Metrics {
             http2_streams: Gauge::default(),
             instance_slots: Gauge::default(),
             instance_slot_waits: Gauge::default(),
+            memory_pressure: Gauge::default(),
         };
         for (name, help, gauge) in [
             (
@@ -213,6 +216,12 @@ impl Metrics {
                 "instance_slot_waits",
                 "Modules waiting for an instance slot now, to start or to resume",
                 &metrics.instance_slot_waits,
+            ),
+            (
+                "memory_pressure",
+                "1 while the host's memory cgroup is nearly full and idle modules are suspended \
+                 at once, else 0",
+                &metrics.memory_pressure,
             ),
         ] {
             registry.register(name, help, gauge.clone());
@@ -425,6 +434,12 @@ impl Metrics {
     pub fn set_instance_slots(&self, slots: usize) {
         self.instance_slots
             .set(i64::try_from(slots).unwrap_or(i64::MAX));
+    }
+
+    /// Records whether the host is under memory pressure (see
+    /// [`crate::runtime::suspend::pressure`]).
+    pub fn set_memory_pressure(&self, under: bool) {
+        self.memory_pressure.set(i64::from(under));
     }
 
     /// Counts a module as waiting for an instance slot until the returned guard is dropped.

@@ -11,6 +11,7 @@ use common::{
     test_settings,
 };
 use host_shim::runtime::module::EndReason;
+use host_shim::runtime::suspend::pressure::{CgroupMemory, PressureSource};
 use host_shim::runtime::suspend::{CHUNK, SuspendPolicy, Suspendable};
 use host_shim::{
     Host, ModuleError, ModuleOptions, ModuleOutcome, Settings, StopHandle, Supervisor, Upstream,
@@ -43,11 +44,24 @@ async fn run_suspending_with(
     guests: &[(&str, Vec<u8>)],
     control: impl FnOnce(StopHandle, Host) + Send + 'static,
 ) -> (Run, Host) {
+    run_suspending_in(policy, PressureSource::Off, upstream, dir, guests, control).await
+}
+
+/// [`run_suspending_with`] on a host that watches `pressure`.
+async fn run_suspending_in(
+    policy: SuspendPolicy,
+    pressure: PressureSource,
+    upstream: Upstream,
+    dir: &Path,
+    guests: &[(&str, Vec<u8>)],
+    control: impl FnOnce(StopHandle, Host) + Send + 'static,
+) -> (Run, Host) {
     let (settings, buffer) = test_settings();
     let cache = cache_dir();
     let settings = Settings {
         suspend_dir: Some(dir.to_owned()),
         cache_dir: Some(cache.path().to_owned()),
+        memory_pressure: pressure,
         ..settings
     };
     let host = Host::new(upstream, settings).expect("host");
@@ -294,6 +308,85 @@ async fn a_watch_event_arriving_while_suspended_resumes_the_module() {
         suspends,
         "every suspend was followed by a resume"
     );
+}
+
+/// Writes a cgroup v2 folder at `dir` whose working set is `percent` % of its 100 MiB limit.
+fn fill_cgroup(dir: &Path, percent: u64) {
+    std::fs::create_dir_all(dir).expect("dir");
+    for (name, text) in [
+        ("memory.current", (percent << 20).to_string()),
+        ("memory.max", (100u64 << 20).to_string()),
+        ("memory.stat", "inactive_file 0\n".to_owned()),
+    ] {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_memory_pressure_an_idle_module_is_suspended_at_once_and_resumed_by_its_next_event() {
+    // A watcher whose next event comes after 1.5 s, with an idle threshold of a minute: only
+    // memory pressure suspends it within the test.
+    let frame = watch_frame();
+    let guest = Guest::new(&format!("(drop {})", call_with_frame("watch", &frame))).frame(&frame);
+    let policy = SuspendPolicy::after(Duration::from_secs(60));
+    for pressed in [false, true] {
+        let dir = tempfile::tempdir().expect("dir");
+        let cgroup = dir.path().join("cgroup");
+        fill_cgroup(&cgroup, 50);
+        let (client, _) = fake_client(|_| {
+            let mut reply = Reply::new(200, vec![Ok(b"{\"type\":\"ADDED\",\"n\":1}\n".to_vec())]);
+            reply.later = vec![(
+                Duration::from_millis(1500),
+                b"{\"type\":\"MODIFIED\",\"n\":2}\n".to_vec(),
+            )];
+            reply
+        });
+        let filled = cgroup.clone();
+        let snapshots = dir.path().join("snapshots");
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen_by_control = seen.clone();
+        let looked_in = snapshots.clone();
+        let (run, host) = run_suspending_in(
+            policy,
+            PressureSource::Cgroup(CgroupMemory::V2(cgroup)),
+            Upstream::new(client, "https://fake.invalid"),
+            &snapshots,
+            &[("watcher", guest.wasm())],
+            move |_, _| {
+                // The cgroup fills once the module is idle: the change itself suspends it,
+                // before its next event.
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    fill_cgroup(&filled, if pressed { 95 } else { 85 });
+                    tokio::time::sleep(Duration::from_millis(700)).await;
+                    let suspended = !snapshot_files(&looked_in).is_empty();
+                    seen_by_control.store(suspended, std::sync::atomic::Ordering::SeqCst);
+                });
+            },
+        )
+        .await;
+        let suspended_before_the_event = seen.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(suspended_before_the_event, pressed);
+        assert_eq!(run.outcome("watcher"), &ModuleOutcome::Exited(0));
+        assert_eq!(run.lines_of("watcher").len(), 4, "every event delivered");
+        let suspends = metric(&host, "kube_wasm_module_suspends_total", "watcher");
+        let resumes = metric(&host, "kube_wasm_module_resumes_total", "watcher");
+        if pressed {
+            assert!(suspends >= 1, "suspended at once under pressure");
+            assert_eq!(resumes, suspends, "each resumed by the next event");
+            assert!(
+                host.metrics()
+                    .encode()
+                    .contains("kube_wasm_memory_pressure 1")
+            );
+        } else {
+            assert_eq!(
+                (suspends, resumes),
+                (0, 0),
+                "85 % of the limit is no pressure"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

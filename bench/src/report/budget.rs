@@ -340,8 +340,8 @@ fn levers_section(m: &Measured) -> String {
          2 % of budget or idle CPU, as far as one run resolves it: the budget by a probe that \
          failed without the lever at least 2 % above the limit that held with it, the idle CPU \
          by its windows (the mean 2 % higher without the lever, and by more than twice the \
-         standard error of the difference).\n\n| lever | N | budget on → \
-         off MiB | idle CPU on → off s/h | next event on → off ms | verdict |\n|---|---|---|---|---|---|\n",
+         standard error of the difference).\n\n| lever | variant | N | budget on → \
+         off MiB | idle CPU on → off s/h | next event on → off ms | verdict |\n|---|---|---|---|---|---|---|\n",
     );
     for j in &m.lever_judgements {
         let on = m.budget(j.variant, j.n);
@@ -367,8 +367,9 @@ fn levers_section(m: &Measured) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} → {} | {} → {:.2} | {} → {} | {verdict} |",
+            "| {} | {} | {} | {} → {} | {} → {:.2} | {} → {} | {verdict} |",
             j.lever.label(),
+            j.variant.label(),
             j.n,
             bytes(on.and_then(|b| b.budget_bytes)),
             bytes(j.off.budget_bytes),

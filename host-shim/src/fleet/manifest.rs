@@ -26,6 +26,10 @@
 //!                                    #   another opens (kube-apiserver allows 100)
 //! suspendDir: /var/lib/kube-wasm     # optional: where snapshots of suspended modules go
 //!                                    #   (default: <cacheDir>/suspended; see `suspend`)
+//! suspendUnderPressure: true         # optional, default true: while the host's memory
+//!                                    #   cgroup is nearly at its limit, modules with a
+//!                                    #   `suspend` policy are suspended as soon as they
+//!                                    #   are idle (see `suspend::pressure`)
 //! insecureRegistries: [127.0.0.1:5000]  # optional: registries reached over plain HTTP
 //! backoff:                           # optional: restart delays of failed modules
 //!   initial: 1s
@@ -124,6 +128,10 @@ pub struct Manifest {
     /// Whether modules are compiled in a child process (`compileInChild`, default true; see
     /// [`crate::runtime::compiler`]).
     pub compile_in_child: bool,
+    /// Whether idle modules with a suspend policy are suspended at once while the host's
+    /// memory cgroup is nearly at its limit (`suspendUnderPressure`, default true; see
+    /// [`crate::runtime::suspend::pressure`]).
+    pub suspend_under_pressure: bool,
     /// How requests and watches share HTTP/2 connections (`http2`, default on;
     /// `http2MaxStreams`); `None`: kube's HTTP/1.1 client, one connection per watch (see
     /// [`crate::upstream::http2`]).
@@ -217,6 +225,9 @@ struct RawManifest {
     /// Whether modules missing from the cache are compiled by a `host-shim compile` child
     /// process, so the host never holds the compiler's memory (default `true`).
     compile_in_child: Option<bool>,
+    /// Whether modules with a suspend policy are suspended as soon as they are idle while
+    /// the host's memory cgroup is nearly at its limit (default `true`).
+    suspend_under_pressure: Option<bool>,
     /// Whether requests and watches of every module share HTTP/2 connections (default
     /// `true`); `false`: kube's HTTP/1.1 client, one connection per watch.
     http2: Option<bool>,
@@ -416,6 +427,7 @@ fn validate(raw: RawManifest, base: &Path, problems: &mut Vec<String>) -> Manife
         release_idle_stacks: raw.release_idle_stacks.unwrap_or(true),
         func_ref_profile: raw.func_ref_profile.unwrap_or(true),
         compile_in_child: raw.compile_in_child.unwrap_or(true),
+        suspend_under_pressure: raw.suspend_under_pressure.unwrap_or(true),
         http2,
         suspend_dir: raw.suspend_dir.map(|dir| base.join(dir)),
         insecure_registries: raw.insecure_registries,
@@ -536,6 +548,7 @@ releaseReadHistory: false
 releaseIdleStacks: false
 funcRefProfile: false
 compileInChild: false
+suspendUnderPressure: false
 http2MaxStreams: 7
 backoff: {initial: 100ms, max: 2s, resetAfter: 1m}
 modules:
@@ -565,6 +578,7 @@ modules:
         assert!(!manifest.release_idle_stacks);
         assert!(!manifest.func_ref_profile);
         assert!(!manifest.compile_in_child);
+        assert!(!manifest.suspend_under_pressure);
         assert_eq!(
             manifest.http2,
             Some(Http2Settings {

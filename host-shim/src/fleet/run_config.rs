@@ -19,6 +19,7 @@ use crate::runtime::compiler::Compiler;
 use crate::runtime::host::Settings;
 use crate::runtime::options::{ModuleOptions, ModuleSource, ModuleSpec};
 use crate::runtime::suspend::SuspendPolicy;
+use crate::runtime::suspend::pressure::PressureSource;
 use crate::upstream::http2::Http2Settings;
 use crate::upstream::limits::OpLimits;
 use crate::upstream::watch_cache::CacheSettings;
@@ -169,6 +170,11 @@ impl RunConfig {
                 .release_idle_stacks
                 .filter(|_| manifest.is_none_or(|m| m.release_idle_stacks)),
             func_ref_profile: manifest.is_none_or(|m| m.func_ref_profile),
+            memory_pressure: if manifest.is_none_or(|m| m.suspend_under_pressure) {
+                PressureSource::OwnCgroup
+            } else {
+                PressureSource::Off
+            },
             compiler: if manifest.is_none_or(|m| m.compile_in_child) {
                 Compiler::this_binary()
             } else {
@@ -252,6 +258,7 @@ sharedWatches: false
 releaseIdleStacks: false
 funcRefProfile: false
 compileInChild: false
+suspendUnderPressure: false
 requestTimeout: 7s
 entryDeadline: 3s
 modules:
@@ -322,6 +329,7 @@ modules:
         assert!(config.settings.shared_watches.is_none());
         assert_eq!(config.settings.release_idle_stacks, None);
         assert!(!config.settings.func_ref_profile);
+        assert_eq!(config.settings.memory_pressure, PressureSource::Off);
         assert_eq!(config.settings.compiler, Compiler::InProcess);
         assert_eq!(config.settings.cache_dir, Some(PathBuf::from("/m/cache")));
         assert_eq!(
@@ -372,6 +380,11 @@ modules:
         assert!(
             config.settings.func_ref_profile && defaults.func_ref_profile,
             "func refs profiled unless told not to"
+        );
+        assert_eq!(
+            (&config.settings.memory_pressure, &defaults.memory_pressure),
+            (&PressureSource::OwnCgroup, &PressureSource::OwnCgroup),
+            "idle modules suspended at once under memory pressure unless told not to"
         );
         assert_eq!(
             config.settings.compiler,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::Context as _;
 use sha2::{Digest as _, Sha256};
 use wasmtime::{Engine, Linker};
 
@@ -24,7 +25,8 @@ use crate::runtime::options::ModuleOptions;
 use crate::runtime::output::OutputTarget;
 use crate::runtime::state::HostState;
 use crate::runtime::stop::StopHandle;
-use crate::runtime::suspend::{self, LazySnapshotDir, SuspendCost};
+use crate::runtime::suspend::pressure::PressureSource;
+use crate::runtime::suspend::{self, LazySnapshotDir, MemoryPressure, SuspendCost};
 use crate::upstream::client::Upstream;
 use crate::upstream::identity::Identities;
 use crate::upstream::limits::OpLimits;
@@ -83,6 +85,10 @@ pub struct Settings {
     /// `None` (the default): as many as the kernel's bound on memory mappings
     /// (`vm.max_map_count`) allows.
     pub max_resident: Option<usize>,
+    /// The memory cgroup the host watches: while it is nearly at its limit, idle modules
+    /// with a suspend policy are suspended at once instead of after their idle threshold
+    /// (see [`crate::runtime::suspend::pressure`]). Default: the host process's own.
+    pub memory_pressure: PressureSource,
 }
 
 /// How long a module must not have been entered before its stacks are released, unless the
@@ -108,6 +114,7 @@ impl Default for Settings {
             release_idle_stacks: Some(DEFAULT_RELEASE_IDLE_STACKS),
             func_ref_profile: true,
             max_resident: None,
+            memory_pressure: PressureSource::OwnCgroup,
         }
     }
 }
@@ -147,6 +154,8 @@ pub(crate) struct HostInner {
     slots: InstanceSlots,
     /// Suspend and resume times of every module.
     suspend_cost: SuspendCost,
+    /// Whether the host's memory cgroup is nearly full.
+    pressure: MemoryPressure,
 }
 
 /// Runs kube-wasm modules against one API server. Cheap to clone.
@@ -208,6 +217,14 @@ impl Host {
             None => InstanceSlots::from_kernel(metrics.clone()),
         };
         tracing::debug!("{} module instances may be resident at once", slots.total());
+        let pressure = match settings.memory_pressure.cgroup() {
+            Some(cgroup) => {
+                tracing::debug!(?cgroup, "watching the memory cgroup for pressure");
+                MemoryPressure::watch(cgroup, metrics.clone())
+                    .context("starting the memory pressure thread")?
+            }
+            None => MemoryPressure::never(),
+        };
         let watch_cache = settings
             .shared_watches
             .map(|sizes| WatchCache::new(sizes, settings.limits, metrics.clone()));
@@ -228,6 +245,7 @@ impl Host {
                 ticker,
                 slots,
                 suspend_cost: SuspendCost::default(),
+                pressure,
             }),
         })
     }
@@ -409,6 +427,7 @@ impl Host {
             release_idle_stacks: settings.release_idle_stacks,
             slots: &inner.slots,
             suspend_cost: &inner.suspend_cost,
+            pressure: &inner.pressure,
         };
         module::run_module(&cx, module, stop).await
     }

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::{self, BoxStream};
 use host_shim::runtime::supervisor::ModuleReport;
+use host_shim::runtime::suspend::pressure::PressureSource;
 use host_shim::{Host, ModuleOptions, OutputTarget, Settings, StopHandle, Supervisor, Upstream};
 use http_body::Frame;
 use http_body_util::{BodyExt as _, StreamBody};
@@ -325,6 +326,8 @@ pub fn test_settings() -> (Settings, Arc<Mutex<Vec<u8>>>) {
     let settings = Settings {
         output,
         epoch_tick: Duration::from_millis(20),
+        // The tests decide when modules are suspended, never the machine's memory.
+        memory_pressure: PressureSource::Off,
         ..Settings::default()
     };
     (settings, buffer)

@@ -10,7 +10,7 @@ use crate::metrics::Metrics;
 use crate::runtime::engine::EpochTicker;
 use crate::runtime::instance_slots::InstanceSlots;
 use crate::runtime::output::OutputTarget;
-use crate::runtime::suspend::{LazySnapshotDir, SuspendCost};
+use crate::runtime::suspend::{LazySnapshotDir, MemoryPressure, SuspendCost};
 use crate::upstream::identity::Identities;
 use crate::upstream::limits::OpLimits;
 use crate::upstream::watch_cache::WatchCache;
@@ -49,4 +49,6 @@ pub(crate) struct ModuleContext<'a> {
     pub(crate) slots: &'a InstanceSlots,
     /// The host's suspend and resume times, which every suspending module records and reads.
     pub(crate) suspend_cost: &'a SuspendCost,
+    /// Whether the host is under memory pressure.
+    pub(crate) pressure: &'a MemoryPressure,
 }

@@ -222,6 +222,7 @@ async fn run_inner(
             threshold: IdleThreshold::new(policy),
             ahead: ResumeAhead::default(),
             cost: cx.suspend_cost.clone(),
+            pressure: cx.pressure.clone(),
         }),
         (Some(_), Suspendable::No(why)) => {
             tracing::warn!("module `{name}` will not be suspended when idle: {why}");
@@ -318,7 +319,8 @@ async fn live(
             tokio::task::consume_budget().await;
             Wake::Completion(refusal)
         } else {
-            shell.wait(due_at, shell.release_at()).await
+            let resident = matches!(state, State::Resident(_));
+            shell.wait(due_at, shell.release_at(), resident).await
         };
         match wake {
             Wake::Look => {}

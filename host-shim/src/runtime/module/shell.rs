@@ -15,7 +15,9 @@ use crate::runtime::instance_slots::{InstanceSlot, InstanceSlots};
 use crate::runtime::ops::{CompletionReceiver, OpTable, QueuedCompletion, Waits};
 use crate::runtime::shadow_stack::ShadowStack;
 use crate::runtime::stop::Phase;
-use crate::runtime::suspend::{IdleThreshold, ResumeAhead, SnapshotLayout, SuspendCost};
+use crate::runtime::suspend::{
+    IdleThreshold, MemoryPressure, ResumeAhead, SnapshotLayout, SuspendCost,
+};
 
 /// The suspend state of a module that may be suspended.
 pub(super) struct Idle {
@@ -24,6 +26,9 @@ pub(super) struct Idle {
     pub(super) ahead: ResumeAhead,
     /// The host's suspend and resume times.
     pub(super) cost: SuspendCost,
+    /// Whether the host is under memory pressure: then the module is suspended as soon as
+    /// it is idle.
+    pub(super) pressure: MemoryPressure,
 }
 
 /// When an idle module's fiber stack (see [`crate::runtime::fiber_stacks`]) and the dead
@@ -142,11 +147,17 @@ impl Shell {
     }
 
     /// When a resident module whose ops wait as `waits` says is suspended if nothing wakes
-    /// it first (see [`IdleThreshold::suspend_at`]). Only a running host suspends modules;
-    /// `None` also when the instant overflows.
+    /// it first (see [`IdleThreshold::suspend_at`]; under memory pressure with no idle
+    /// period, [`IdleThreshold::at_once`]). Only a running host suspends modules; `None`
+    /// also when the instant overflows.
     pub(super) fn suspend_at(&self, waits: Waits) -> Option<Instant> {
         match (&self.idle, *self.phase.borrow()) {
-            (Some(idle), Phase::Running) => idle.threshold.suspend_at(
+            (Some(idle), Phase::Running) => if idle.pressure.now() {
+                idle.threshold.at_once()
+            } else {
+                idle.threshold
+            }
+            .suspend_at(
                 Instant::now(),
                 self.last_entry,
                 self.last_unforeseen,
@@ -225,15 +236,24 @@ impl Shell {
 
     /// Waits for a change of the stop phase, then a completion, then (at `due_at`, if any)
     /// the state's planned change, then (at `release_at`, if any) the stack release time, in
-    /// that order of priority.
+    /// that order of priority; a `resident` module also for a change of the host's memory
+    /// pressure, which changes when it is suspended.
     pub(super) async fn wait(
         &mut self,
         due_at: Option<Instant>,
         release_at: Option<Instant>,
+        resident: bool,
     ) -> Wake {
         let first = match (due_at, release_at) {
             (Some(due), Some(release)) => Some(due.min(release)),
             (due, release) => due.or(release),
+        };
+        let pressure = self.idle.as_mut().map(|idle| &mut idle.pressure);
+        let pressure_changed = async move {
+            match pressure {
+                Some(pressure) => pressure.changed().await,
+                None => std::future::pending().await,
+            }
         };
         tokio::select! {
             biased;
@@ -256,6 +276,7 @@ impl Shell {
                     Wake::ReleaseStacks
                 }
             }
+            () = pressure_changed, if resident => Wake::Look,
         }
     }
 

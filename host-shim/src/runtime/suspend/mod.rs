@@ -36,12 +36,14 @@
 //! When a module is suspended is its [`SuspendPolicy`] with an [`IdleThreshold`]; a module
 //! whose live ops all stand waiting is suspended between its timers too, when the next is
 //! far enough for the host's [cost](SuspendCost) of a suspend and a resume, and resumed
-//! [ahead](ResumeAhead) of the earliest.
+//! [ahead](ResumeAhead) of the earliest. Under [memory pressure](pressure) (the host's
+//! cgroup nearly at its limit) an idle module is suspended at once.
 
 pub mod cost;
 pub mod image;
 pub mod policy;
 pub mod prepare;
+pub mod pressure;
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek as _, SeekFrom, Write};
@@ -55,6 +57,7 @@ pub use cost::SuspendCost;
 pub use image::ImageDigest;
 pub use policy::{IdleThreshold, ResumeAhead, SuspendPolicy};
 pub use prepare::{Prepared, SnapshotLayout, Suspendable, prepare};
+pub use pressure::MemoryPressure;
 
 use crate::runtime::abi::memory::MEMORY_EXPORT;
 

@@ -101,6 +101,17 @@ impl IdleThreshold {
         self.current
     }
 
+    /// This threshold with no idle period left, as under memory pressure (see
+    /// [`pressure`](super::pressure)): the module is suspended as soon as it is idle, and
+    /// between timers whenever its next timer is far enough for a suspend and a resume to
+    /// pay. Never sooner than a failed snapshot's retry allows.
+    pub fn at_once(self) -> Self {
+        Self {
+            current: Duration::ZERO,
+            ..self
+        }
+    }
+
     /// The largest threshold.
     pub fn max(&self) -> Duration {
         self.policy
@@ -228,6 +239,7 @@ mod tests {
 
     const S: Duration = Duration::from_secs(1);
     const MS: Duration = Duration::from_millis(1);
+    const MICRO: Duration = Duration::from_micros(1);
 
     fn waits(only_standing: bool, next_timer: Option<Instant>) -> Waits {
         Waits {
@@ -242,6 +254,41 @@ mod tests {
         let t0 = Instant::now();
         let at = t.suspend_at(t0 + S, t0, t0, waits(true, None), Duration::ZERO);
         assert_eq!(at, Some(t0 + 3 * S));
+    }
+
+    #[test]
+    fn at_once_an_idle_module_is_suspended_now_but_not_while_an_answer_is_due_or_before_a_retry() {
+        let mut t = IdleThreshold::new(SuspendPolicy::after(3 * S));
+        let t0 = Instant::now();
+        let now = t0 + 10 * MS;
+        let idle = waits(true, None);
+        assert_eq!(
+            t.suspend_at(now, t0, t0, idle, Duration::ZERO),
+            Some(t0 + 3 * S)
+        );
+        let pressed = t.at_once();
+        assert_eq!(
+            pressed.suspend_at(now, t0, t0, idle, Duration::ZERO),
+            Some(now)
+        );
+        assert_eq!(
+            pressed.suspend_at(now, t0, t0, waits(false, None), Duration::ZERO),
+            None
+        );
+        // A timer 100 ms away: too near for the idle threshold's gap (500 ms), far enough
+        // for a suspend and a resume of 0.2 ms together at the default cost factor (50 ms).
+        let timer = waits(true, Some(now + 100 * MS));
+        assert_eq!(t.suspend_at(now, t0, t0, timer, 200 * MICRO), None);
+        assert_eq!(
+            pressed.suspend_at(now, t0, t0, timer, 200 * MICRO),
+            Some(now)
+        );
+        t.suspend_failed(t0);
+        assert_eq!(
+            t.at_once().suspend_at(now, t0, t0, idle, Duration::ZERO),
+            Some(t0 + 6 * S),
+            "a failed snapshot's retry waits"
+        );
     }
 
     #[test]

@@ -1,0 +1,401 @@
+//! Memory pressure: the host's memory cgroup nearly full. A host that runs in a container
+//! with a memory limit (a Pod's `resources.limits.memory`) has no swap to fall back on: when
+//! what it holds reaches the limit, the kernel first drops clean file pages — the host's own
+//! code and the modules' compiled code, faulted back in at the next event — and then the
+//! OOM killer ends it. Under pressure the host therefore suspends every idle module at once
+//! instead of after its idle threshold: its instance memory (anonymous, which the kernel
+//! cannot drop) goes to a snapshot file (page cache, which it can).
+//!
+//! The measure is the **working set** as the kubelet computes it for eviction and
+//! `kubectl top`: the cgroup's usage less its inactive file pages, against its limit.
+//! Pressure comes on at [`ON`] of the limit and goes off below [`OFF`] (hysteresis, so that
+//! a fleet near the line does not wake every module at each reading). The host reads its
+//! cgroup (v2 `memory.current`, `memory.max`, `memory.stat`; v1 `memory.usage_in_bytes`,
+//! `memory.limit_in_bytes` and `memory.stat`'s hierarchical limit) every [`INTERVAL`] on a
+//! thread of its own, and every [`INTERVAL_UNLIMITED`] while the cgroup has no limit (a
+//! limit can be set later: in-place Pod resize). Without a memory cgroup there is no
+//! reading and never pressure.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::metrics::Metrics;
+
+/// Pressure comes on when the working set reaches this fraction of the limit.
+pub const ON: f64 = 0.90;
+/// And goes off when it falls below this fraction.
+pub const OFF: f64 = 0.80;
+/// How often the cgroup is read while it has a limit.
+pub const INTERVAL: Duration = Duration::from_millis(250);
+/// How often while it has none.
+pub const INTERVAL_UNLIMITED: Duration = Duration::from_secs(5);
+
+/// cgroup v1 reports "no limit" as the largest page-aligned `i64`; anything at or above
+/// this is no limit.
+const V1_UNLIMITED: u64 = 1 << 62;
+
+/// Where a host reads its memory pressure from ([`Settings::memory_pressure`](crate::Settings::memory_pressure)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PressureSource {
+    /// Nowhere: never under pressure (`suspendUnderPressure: false`).
+    Off,
+    /// The host process's own memory cgroup, if it has one (the default).
+    #[default]
+    OwnCgroup,
+    /// This cgroup (an embedder running its host in a cgroup of its choosing; tests).
+    Cgroup(CgroupMemory),
+}
+
+impl PressureSource {
+    /// The cgroup to watch, if any.
+    pub fn cgroup(&self) -> Option<CgroupMemory> {
+        match self {
+            Self::Off => None,
+            Self::OwnCgroup => CgroupMemory::of_this_process(),
+            Self::Cgroup(cgroup) => Some(cgroup.clone()),
+        }
+    }
+}
+
+/// Where one process's memory cgroup is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgroupMemory {
+    /// The unified hierarchy (cgroup v2): the cgroup's folder.
+    V2(PathBuf),
+    /// The v1 `memory` controller: the cgroup's folder in its hierarchy.
+    V1(PathBuf),
+}
+
+/// One reading of a memory cgroup, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// Usage less inactive file pages (the kubelet's working set).
+    pub working_set: u64,
+    /// The limit; `None`: none.
+    pub limit: Option<u64>,
+}
+
+impl Reading {
+    /// The working set as a fraction of the limit; `None` without a limit.
+    pub fn fill(&self) -> Option<f64> {
+        self.limit
+            .map(|limit| self.working_set as f64 / limit.max(1) as f64)
+    }
+}
+
+impl CgroupMemory {
+    /// The memory cgroup of this process, found from `/proc/self/cgroup` under
+    /// `/sys/fs/cgroup`; `None` if it has none.
+    pub fn of_this_process() -> Option<Self> {
+        let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        Self::find(&membership, Path::new("/sys/fs/cgroup"))
+    }
+
+    /// The memory cgroup `membership` (the text of `/proc/<pid>/cgroup`) names, under the
+    /// cgroup file systems mounted at `root`. A cgroup path that does not exist under the
+    /// mount (a container without its own cgroup namespace sees the host's path) falls back
+    /// to the mount's root, which is then the container's own cgroup.
+    pub fn find(membership: &str, root: &Path) -> Option<Self> {
+        let mut v2 = None;
+        for line in membership.lines() {
+            let mut fields = line.splitn(3, ':');
+            let (Some(_id), Some(controllers), Some(path)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            let relative = path.trim_start_matches('/');
+            if controllers.split(',').any(|c| c == "memory") {
+                let mount = root.join("memory");
+                let dir = mount.join(relative);
+                let dir = if dir.is_dir() { dir } else { mount };
+                return dir
+                    .join("memory.limit_in_bytes")
+                    .is_file()
+                    .then_some(Self::V1(dir));
+            }
+            if controllers.is_empty() {
+                v2 = Some(relative.to_owned());
+            }
+        }
+        let relative = v2?;
+        let dir = root.join(&relative);
+        let dir = if dir.is_dir() {
+            dir
+        } else {
+            root.to_path_buf()
+        };
+        dir.join("memory.current")
+            .is_file()
+            .then_some(Self::V2(dir))
+    }
+
+    /// Reads the cgroup now; `None` if its files cannot be read or parsed.
+    pub fn read(&self) -> Option<Reading> {
+        match self {
+            Self::V2(dir) => {
+                let usage = read_number(&dir.join("memory.current"))?;
+                let limit = std::fs::read_to_string(dir.join("memory.max")).ok()?;
+                let limit = match limit.trim() {
+                    "max" => None,
+                    bytes => Some(bytes.parse().ok()?),
+                };
+                let stat = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
+                let inactive_file = stat_field(&stat, "inactive_file").unwrap_or(0);
+                Some(Reading {
+                    working_set: usage.saturating_sub(inactive_file),
+                    limit,
+                })
+            }
+            Self::V1(dir) => {
+                let usage = read_number(&dir.join("memory.usage_in_bytes"))?;
+                let own = read_number(&dir.join("memory.limit_in_bytes"))?;
+                let stat = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
+                let inactive_file = stat_field(&stat, "total_inactive_file").unwrap_or(0);
+                // A parent's limit binds too; memory.stat has the smallest on the way up.
+                let limit = stat_field(&stat, "hierarchical_memory_limit")
+                    .map_or(own, |hierarchical| hierarchical.min(own));
+                Some(Reading {
+                    working_set: usage.saturating_sub(inactive_file),
+                    limit: (limit < V1_UNLIMITED).then_some(limit),
+                })
+            }
+        }
+    }
+}
+
+fn read_number(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The value of `key` in a `memory.stat` text (`key value` lines).
+fn stat_field(stat: &str, key: &str) -> Option<u64> {
+    stat.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == key).then(|| value.trim().parse().ok())?
+    })
+}
+
+/// Whether the host is under memory pressure after `reading`, given whether it was before.
+pub fn under_pressure(was: bool, reading: Reading) -> bool {
+    match reading.fill() {
+        None => false,
+        Some(fill) if was => fill >= OFF,
+        Some(fill) => fill >= ON,
+    }
+}
+
+/// The host's memory pressure, as its modules see it: `true` while under pressure. Cheap to
+/// clone.
+#[derive(Debug, Clone)]
+pub struct MemoryPressure {
+    receiver: watch::Receiver<bool>,
+}
+
+impl MemoryPressure {
+    /// Never under pressure (no cgroup, or the host told not to look).
+    pub fn never() -> Self {
+        let (_, receiver) = watch::channel(false);
+        Self { receiver }
+    }
+
+    /// Watches `cgroup` on a thread of its own, which ends when every clone of the returned
+    /// value is dropped; records the state in `metrics`.
+    ///
+    /// # Errors
+    /// If the thread cannot be started.
+    pub fn watch(cgroup: CgroupMemory, metrics: Metrics) -> std::io::Result<Self> {
+        let (sender, receiver) = watch::channel(false);
+        std::thread::Builder::new()
+            .name("memory-pressure".into())
+            .spawn(move || {
+                let mut under = false;
+                while !sender.is_closed() {
+                    let reading = cgroup.read();
+                    let now = reading.is_some_and(|r| under_pressure(under, r));
+                    if now != under {
+                        under = now;
+                        metrics.set_memory_pressure(under);
+                        if let Some(r) = reading {
+                            tracing::info!(
+                                working_set = r.working_set,
+                                limit = r.limit,
+                                "memory pressure {}: idle modules are suspended {}",
+                                if under { "on" } else { "off" },
+                                if under {
+                                    "at once"
+                                } else {
+                                    "after their idle threshold"
+                                },
+                            );
+                        }
+                        sender.send_replace(under);
+                    }
+                    let limited = reading.is_some_and(|r| r.limit.is_some());
+                    std::thread::sleep(if limited {
+                        INTERVAL
+                    } else {
+                        INTERVAL_UNLIMITED
+                    });
+                }
+            })?;
+        Ok(Self { receiver })
+    }
+
+    /// Whether the host is under pressure now.
+    pub fn now(&self) -> bool {
+        *self.receiver.borrow()
+    }
+
+    /// Waits until the pressure changes; never returns once it can no longer change.
+    pub async fn changed(&mut self) {
+        if self.receiver.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn write(dir: &Path, files: &[(&str, &str)]) {
+        std::fs::create_dir_all(dir).expect("dir");
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).expect("write");
+        }
+    }
+
+    #[test]
+    fn a_v2_cgroup_is_read_as_the_kubelet_reads_its_working_set() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("kubepods/pod1/host");
+        write(
+            &dir,
+            &[
+                ("memory.current", "104857600\n"),
+                ("memory.max", "209715200\n"),
+                (
+                    "memory.stat",
+                    "anon 52428800\ninactive_file 31457280\nactive_file 1\n",
+                ),
+            ],
+        );
+        let cgroup = CgroupMemory::find("0::/kubepods/pod1/host\n", root.path()).expect("found");
+        assert_eq!(cgroup, CgroupMemory::V2(dir.clone()));
+        let reading = cgroup.read().expect("read");
+        assert_eq!(reading.working_set, 70 * MIB);
+        assert_eq!(reading.limit, Some(200 * MIB));
+        assert_eq!(reading.fill(), Some(0.35));
+
+        write(&dir, &[("memory.max", "max\n")]);
+        assert_eq!(cgroup.read().expect("read").limit, None);
+        write(&dir, &[("memory.max", "lots\n")]);
+        assert_eq!(cgroup.read(), None, "an unparsable limit is no reading");
+    }
+
+    #[test]
+    fn a_v1_cgroup_takes_the_smaller_of_its_own_and_its_parents_limit() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("memory/bench/host");
+        write(
+            &dir,
+            &[
+                ("memory.usage_in_bytes", "94371840"),
+                ("memory.limit_in_bytes", "9223372036854771712"),
+                (
+                    "memory.stat",
+                    "cache 1\nhierarchical_memory_limit 104857600\ntotal_inactive_file 10485760\n",
+                ),
+            ],
+        );
+        let membership = "12:pids:/bench\n5:cpu,cpuacct:/bench\n4:memory:/bench/host\n";
+        let cgroup = CgroupMemory::find(membership, root.path()).expect("found");
+        assert_eq!(cgroup, CgroupMemory::V1(dir.clone()));
+        let reading = cgroup.read().expect("read");
+        assert_eq!(reading.working_set, 80 * MIB);
+        assert_eq!(reading.limit, Some(100 * MIB));
+
+        write(
+            &dir,
+            &[(
+                "memory.stat",
+                "hierarchical_memory_limit 9223372036854771712\n",
+            )],
+        );
+        assert_eq!(cgroup.read().expect("read").limit, None, "v1's no limit");
+    }
+
+    #[test]
+    fn a_path_missing_under_the_mount_is_the_mount_itself_and_no_controller_is_none() {
+        let root = tempfile::tempdir().expect("tempdir");
+        write(
+            &root.path().join("memory"),
+            &[("memory.limit_in_bytes", "1048576")],
+        );
+        // A container without its own cgroup namespace sees its path on the machine.
+        let found = CgroupMemory::find("4:memory:/docker/abc\n", root.path());
+        assert_eq!(found, Some(CgroupMemory::V1(root.path().join("memory"))));
+
+        let empty = tempfile::tempdir().expect("tempdir");
+        assert_eq!(CgroupMemory::find("0::/\n", empty.path()), None);
+        assert_eq!(CgroupMemory::find("4:memory:/x\n", empty.path()), None);
+        assert_eq!(CgroupMemory::find("garbage", root.path()), None);
+    }
+
+    #[test]
+    fn pressure_comes_on_at_ninety_percent_and_goes_off_below_eighty() {
+        let at = |mib: u64| Reading {
+            working_set: mib * MIB,
+            limit: Some(100 * MIB),
+        };
+        assert!(!under_pressure(false, at(89)));
+        assert!(under_pressure(false, at(90)));
+        assert!(under_pressure(true, at(85)), "between the two it stays on");
+        assert!(under_pressure(true, at(80)));
+        assert!(!under_pressure(true, at(79)));
+        assert!(!under_pressure(false, at(85)), "and stays off");
+        let unlimited = Reading {
+            working_set: 1 << 40,
+            limit: None,
+        };
+        assert!(!under_pressure(true, unlimited), "no limit, no pressure");
+    }
+
+    #[tokio::test]
+    async fn the_watch_turns_pressure_on_and_off_as_the_cgroup_fills_and_empties() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("host");
+        let fill = |mib: u64| {
+            let current = (mib * MIB).to_string();
+            write(
+                &dir,
+                &[
+                    ("memory.current", &current),
+                    ("memory.max", "104857600"),
+                    ("memory.stat", "inactive_file 0\n"),
+                ],
+            );
+        };
+        fill(50);
+        let metrics = Metrics::new();
+        let mut pressure =
+            MemoryPressure::watch(CgroupMemory::V2(dir.clone()), metrics.clone()).expect("thread");
+        assert!(!pressure.now());
+        fill(95);
+        tokio::time::timeout(Duration::from_secs(5), pressure.changed())
+            .await
+            .expect("pressure on");
+        assert!(pressure.now());
+        assert!(metrics.encode().contains("kube_wasm_memory_pressure 1"));
+        fill(10);
+        tokio::time::timeout(Duration::from_secs(5), pressure.changed())
+            .await
+            .expect("pressure off");
+        assert!(!pressure.now());
+    }
+}
