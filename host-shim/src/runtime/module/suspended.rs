@@ -64,6 +64,7 @@ pub(super) async fn suspend(
     };
     let started = Instant::now();
     let layout = idle.layout.clone();
+    let write_back = idle.pressure.now();
     let Running {
         store,
         instance: _,
@@ -75,7 +76,7 @@ pub(super) async fn suspend(
     let written = tokio::task::spawn_blocking(move || {
         let mut store = store;
         let captured = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            suspend::capture(&mut store, &instance, &layout, &dir, &task_name)
+            suspend::capture(&mut store, &instance, &layout, &dir, &task_name, write_back)
         }))
         .unwrap_or_else(|_| Err("the snapshot writer panicked".into()));
         match captured {

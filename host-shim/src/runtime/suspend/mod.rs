@@ -31,7 +31,9 @@
 //! [`ModuleError::Resume`](crate::ModuleError::Resume), and its restart policy applies.
 //!
 //! Files are written to the page cache and never synced: a snapshot only has to outlive the
-//! host process's suspension of the module, not a crash of the machine.
+//! host process's suspension of the module, not a crash of the machine. Under memory
+//! [pressure] their writeback starts at once, so that their pages are clean, and reclaimable,
+//! soon after the suspend rather than after the kernel's dirty expiry.
 //!
 //! When a module is suspended is its [`SuspendPolicy`] with an [`IdleThreshold`]; a module
 //! whose live ops all stand waiting is suspended between its timers too, when the next is
@@ -215,6 +217,7 @@ pub fn capture(
     layout: &SnapshotLayout,
     dir: &Path,
     module: &str,
+    write_back: bool,
 ) -> Result<Snapshot, String> {
     let mut store = store.as_context_mut();
     let mut globals = Vec::with_capacity(layout.globals.len());
@@ -242,6 +245,9 @@ pub fn capture(
     let image = layout.image.as_ref();
     let written = write_memory(file.as_file_mut(), memory.data(&store), image)
         .map_err(|e| format!("cannot write {}: {e}", file.path().display()))?;
+    if write_back {
+        start_write_back(file.as_file());
+    }
     Ok(Snapshot {
         file,
         memory_bytes: u64::try_from(memory.data_size(&store)).unwrap_or(u64::MAX),
@@ -251,6 +257,24 @@ pub fn capture(
         crc: written.crc,
         globals,
     })
+}
+
+/// Starts writing `file`'s dirty pages to disk without waiting for it
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so that the kernel can reclaim them once
+/// written. Dirty pages are not reclaimable: under a cgroup v1 memory limit, which has no
+/// writeback of its own, they stay until the flusher writes them some 30 s later, and a fleet
+/// suspending into them stalls. A failure only means they stay dirty (logged).
+fn start_write_back(file: &File) {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: a plain syscall on an open descriptor; it reads no memory of this process.
+    let done =
+        unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+    if done != 0 {
+        tracing::debug!(
+            "the snapshot's writeback could not start: {}",
+            io::Error::last_os_error()
+        );
+    }
 }
 
 /// Puts `snapshot` back into `instance`, a fresh instance of the same module: grows its
