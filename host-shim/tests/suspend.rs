@@ -357,7 +357,7 @@ async fn under_memory_pressure_an_idle_module_is_suspended_at_once_and_resumed_b
                 // before its next event.
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_millis(500)).await;
-                    fill_cgroup(&filled, if pressed { 95 } else { 85 });
+                    fill_cgroup(&filled, if pressed { 95 } else { 75 });
                     tokio::time::sleep(Duration::from_millis(700)).await;
                     let suspended = !snapshot_files(&looked_in).is_empty();
                     seen_by_control.store(suspended, std::sync::atomic::Ordering::SeqCst);
@@ -383,7 +383,7 @@ async fn under_memory_pressure_an_idle_module_is_suspended_at_once_and_resumed_b
             assert_eq!(
                 (suspends, resumes),
                 (0, 0),
-                "85 % of the limit is no pressure"
+                "75 % of the limit is no pressure"
             );
         }
     }

@@ -220,7 +220,8 @@ impl Host {
         let pressure = match settings.memory_pressure.cgroup() {
             Some(cgroup) => {
                 tracing::debug!(?cgroup, "watching the memory cgroup for pressure");
-                MemoryPressure::watch(cgroup, metrics.clone())
+                let slots = slots.clone();
+                MemoryPressure::watch(cgroup, metrics.clone(), move |under| slots.press(under))
                     .context("starting the memory pressure thread")?
             }
             None => MemoryPressure::never(),

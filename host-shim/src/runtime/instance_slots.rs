@@ -10,9 +10,11 @@
 //! its start, a suspended one before its resume — until another module is suspended or ends.
 //! Modules that suspend when idle share the slots; the first wait is logged as a warning
 //! naming the sysctl, and `kube_wasm_instance_slot_waits` counts the modules waiting now.
+//! Under memory pressure the free slots are taken out ([`InstanceSlots::press`]), so that no
+//! more instances become resident than are.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -43,6 +45,9 @@ pub struct InstanceSlots {
     bound: Arc<str>,
     warned: Arc<AtomicBool>,
     metrics: Metrics,
+    /// While the host is under memory pressure: the free slots taken out (see
+    /// [`press`](Self::press)).
+    pressed: Arc<Mutex<Option<usize>>>,
 }
 
 /// One resident instance's slot, given back when it is dropped (after the instance's
@@ -63,6 +68,7 @@ impl InstanceSlots {
             bound: bound.into(),
             warned: Arc::default(),
             metrics,
+            pressed: Arc::default(),
         }
     }
 
@@ -100,6 +106,28 @@ impl InstanceSlots {
         self.total
     }
 
+    /// Under memory pressure (`under`; see [`crate::runtime::suspend::pressure`]) no more
+    /// instances become resident than are now: the free slots are taken out — all but one
+    /// if none is held, so that modules still run one at a time — and a module that wants to
+    /// start or resume waits until a resident one is suspended (which, under pressure, it is
+    /// as soon as it is idle) or ends and gives its slot back. `false` puts them back.
+    /// Repeating either is a no-op.
+    pub fn press(&self, under: bool) {
+        let mut pressed = self.pressed.lock().unwrap_or_else(PoisonError::into_inner);
+        match (under, *pressed) {
+            (true, None) => {
+                let free = self.semaphore.available_permits();
+                let keep = usize::from(free >= self.total);
+                *pressed = Some(self.semaphore.forget_permits(free.saturating_sub(keep)));
+            }
+            (false, Some(taken)) => {
+                self.semaphore.add_permits(taken);
+                *pressed = None;
+            }
+            _ => {}
+        }
+    }
+
     /// A slot now, if one is free.
     pub fn try_acquire(&self) -> Option<InstanceSlot> {
         self.semaphore
@@ -115,7 +143,14 @@ impl InstanceSlots {
         if let Some(slot) = self.try_acquire() {
             return slot;
         }
-        if !self.warned.swap(true, Ordering::Relaxed) {
+        let pressed = self
+            .pressed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+        if pressed {
+            tracing::debug!("module `{name}` waits for an instance slot: memory pressure");
+        } else if !self.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 "all {} instance slots are taken: module `{name}` and those after it wait for a \
                  module to be suspended or to end ({})",
@@ -146,6 +181,36 @@ mod tests {
         );
         assert_eq!(InstanceSlots::for_map_count(10_000), (10_000 - 4_096) / 8);
         assert_eq!(InstanceSlots::for_map_count(100), 1);
+    }
+
+    #[tokio::test]
+    async fn under_pressure_no_more_become_resident_than_are_and_slots_given_back_flow_on() {
+        let slots = InstanceSlots::new(4, "test", Metrics::new());
+        let held = slots.try_acquire().expect("a slot");
+        slots.press(true);
+        slots.press(true);
+        assert!(slots.try_acquire().is_none(), "no new resident instance");
+        drop(held);
+        let next = slots
+            .try_acquire()
+            .expect("a slot given back goes to the next");
+        assert!(slots.try_acquire().is_none());
+        drop(next);
+        slots.press(false);
+        slots.press(false);
+        let all: Vec<_> = (0..4).filter_map(|_| slots.try_acquire()).collect();
+        assert_eq!(all.len(), 4, "every slot is back");
+        assert!(slots.try_acquire().is_none());
+        drop(all);
+
+        // Pressed with none held, modules still run, one at a time.
+        slots.press(true);
+        let one = slots.try_acquire().expect("one slot kept");
+        assert!(slots.try_acquire().is_none());
+        drop(one);
+        slots.press(false);
+        let all: Vec<_> = (0..5).filter_map(|_| slots.try_acquire()).collect();
+        assert_eq!(all.len(), 4);
     }
 
     #[tokio::test]

@@ -4,7 +4,12 @@
 //! code and the modules' compiled code, faulted back in at the next event — and then the
 //! OOM killer ends it. Under pressure the host therefore suspends every idle module at once
 //! instead of after its idle threshold: its instance memory (anonymous, which the kernel
-//! cannot drop) goes to a snapshot file (page cache, which it can).
+//! cannot drop) goes to a snapshot file (page cache, which it can), whose writeback starts at
+//! once; and no more instances become resident than are
+//! ([`InstanceSlots::press`](crate::runtime::instance_slots::InstanceSlots::press)): a
+//! module starting or resuming waits for a resident one to be suspended. Without that, a
+//! thousand modules starting at once under a tight limit pushed the host's own code out of
+//! memory before the first suspend, and the host thrashed.
 //!
 //! The measure is the **working set** as the kubelet computes it for eviction and
 //! `kubectl top`: the cgroup's usage less its inactive file pages, against its limit.
@@ -24,9 +29,9 @@ use tokio::sync::watch;
 use crate::metrics::Metrics;
 
 /// Pressure comes on when the working set reaches this fraction of the limit.
-pub const ON: f64 = 0.90;
+pub const ON: f64 = 0.80;
 /// And goes off when it falls below this fraction.
-pub const OFF: f64 = 0.80;
+pub const OFF: f64 = 0.70;
 /// How often the cgroup is read while it has a limit.
 pub const INTERVAL: Duration = Duration::from_millis(250);
 /// How often while it has none.
@@ -202,11 +207,15 @@ impl MemoryPressure {
     }
 
     /// Watches `cgroup` on a thread of its own, which ends when every clone of the returned
-    /// value is dropped; records the state in `metrics`.
+    /// value is dropped; records the state in `metrics` and tells `on_change` of each change.
     ///
     /// # Errors
     /// If the thread cannot be started.
-    pub fn watch(cgroup: CgroupMemory, metrics: Metrics) -> std::io::Result<Self> {
+    pub fn watch(
+        cgroup: CgroupMemory,
+        metrics: Metrics,
+        on_change: impl Fn(bool) + Send + 'static,
+    ) -> std::io::Result<Self> {
         let (sender, receiver) = watch::channel(false);
         std::thread::Builder::new()
             .name("memory-pressure".into())
@@ -231,6 +240,7 @@ impl MemoryPressure {
                                 },
                             );
                         }
+                        on_change(under);
                         sender.send_replace(under);
                     }
                     let limited = reading.is_some_and(|r| r.limit.is_some());
@@ -348,17 +358,17 @@ mod tests {
     }
 
     #[test]
-    fn pressure_comes_on_at_ninety_percent_and_goes_off_below_eighty() {
+    fn pressure_comes_on_at_eighty_percent_and_goes_off_below_seventy() {
         let at = |mib: u64| Reading {
             working_set: mib * MIB,
             limit: Some(100 * MIB),
         };
-        assert!(!under_pressure(false, at(89)));
-        assert!(under_pressure(false, at(90)));
-        assert!(under_pressure(true, at(85)), "between the two it stays on");
-        assert!(under_pressure(true, at(80)));
-        assert!(!under_pressure(true, at(79)));
-        assert!(!under_pressure(false, at(85)), "and stays off");
+        assert!(!under_pressure(false, at(79)));
+        assert!(under_pressure(false, at(80)));
+        assert!(under_pressure(true, at(75)), "between the two it stays on");
+        assert!(under_pressure(true, at(70)));
+        assert!(!under_pressure(true, at(69)));
+        assert!(!under_pressure(false, at(75)), "and stays off");
         let unlimited = Reading {
             working_set: 1 << 40,
             limit: None,
@@ -383,8 +393,12 @@ mod tests {
         };
         fill(50);
         let metrics = Metrics::new();
-        let mut pressure =
-            MemoryPressure::watch(CgroupMemory::V2(dir.clone()), metrics.clone()).expect("thread");
+        let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = changes.clone();
+        let mut pressure = MemoryPressure::watch(CgroupMemory::V2(dir.clone()), metrics.clone(), {
+            move |under| seen.lock().expect("changes").push(under)
+        })
+        .expect("thread");
         assert!(!pressure.now());
         fill(95);
         tokio::time::timeout(Duration::from_secs(5), pressure.changed())
@@ -397,5 +411,6 @@ mod tests {
             .await
             .expect("pressure off");
         assert!(!pressure.now());
+        assert_eq!(*changes.lock().expect("changes"), [true, false]);
     }
 }
