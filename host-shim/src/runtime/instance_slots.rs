@@ -10,8 +10,8 @@
 //! its start, a suspended one before its resume — until another module is suspended or ends.
 //! Modules that suspend when idle share the slots; the first wait is logged as a warning
 //! naming the sysctl, and `kube_wasm_instance_slot_waits` counts the modules waiting now.
-//! Under memory pressure the free slots are taken out ([`InstanceSlots::press`]), so that no
-//! more instances become resident than are.
+//! Under memory pressure no more instances of modules that suspend become resident than are
+//! ([`InstanceSlots::press`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -45,8 +45,10 @@ pub struct InstanceSlots {
     bound: Arc<str>,
     warned: Arc<AtomicBool>,
     metrics: Metrics,
-    /// While the host is under memory pressure: the free slots taken out (see
-    /// [`press`](Self::press)).
+    /// One permit per resident instance of a module that suspends when idle: as many as
+    /// there can be, except under memory pressure (see [`press`](Self::press)).
+    suspending: Arc<Semaphore>,
+    /// While the host is under memory pressure: the permits of `suspending` taken out.
     pressed: Arc<Mutex<Option<usize>>>,
 }
 
@@ -55,6 +57,7 @@ pub struct InstanceSlots {
 #[derive(Debug)]
 pub struct InstanceSlot {
     _permit: OwnedSemaphorePermit,
+    _suspending: Option<OwnedSemaphorePermit>,
 }
 
 impl InstanceSlots {
@@ -68,6 +71,7 @@ impl InstanceSlots {
             bound: bound.into(),
             warned: Arc::default(),
             metrics,
+            suspending: Arc::new(Semaphore::new(Semaphore::MAX_PERMITS)),
             pressed: Arc::default(),
         }
     }
@@ -107,63 +111,86 @@ impl InstanceSlots {
     }
 
     /// Under memory pressure (`under`; see [`crate::runtime::suspend::pressure`]) no more
-    /// instances become resident than are now: the free slots are taken out — all but one
-    /// if none is held, so that modules still run one at a time — and a module that wants to
-    /// start or resume waits until a resident one is suspended (which, under pressure, it is
-    /// as soon as it is idle) or ends and gives its slot back. `false` puts them back.
-    /// Repeating either is a no-op.
+    /// instances of modules that suspend when idle become resident than are now — at least
+    /// one at a time — so that a module of theirs starting or resuming waits until a resident
+    /// one is suspended (which, under pressure, it is as soon as it is idle) or ends. Modules
+    /// that never suspend are not held back: nothing would give them a slot back. `false`
+    /// ends it. Repeating either is a no-op.
     pub fn press(&self, under: bool) {
         let mut pressed = self.pressed.lock().unwrap_or_else(PoisonError::into_inner);
         match (under, *pressed) {
             (true, None) => {
-                let free = self.semaphore.available_permits();
-                let keep = usize::from(free >= self.total);
-                *pressed = Some(self.semaphore.forget_permits(free.saturating_sub(keep)));
+                let free = self.suspending.available_permits();
+                let keep = usize::from(free >= Semaphore::MAX_PERMITS);
+                *pressed = Some(self.suspending.forget_permits(free.saturating_sub(keep)));
             }
             (false, Some(taken)) => {
-                self.semaphore.add_permits(taken);
+                self.suspending.add_permits(taken);
                 *pressed = None;
             }
             _ => {}
         }
     }
 
-    /// A slot now, if one is free.
-    pub fn try_acquire(&self) -> Option<InstanceSlot> {
+    /// A slot now, if one is free, for a module that `suspends` when idle or not.
+    pub fn try_acquire(&self, suspends: bool) -> Option<InstanceSlot> {
+        let suspending = match suspends {
+            true => Some(self.suspending.clone().try_acquire_owned().ok()?),
+            false => None,
+        };
         self.semaphore
             .clone()
             .try_acquire_owned()
             .ok()
-            .map(|permit| InstanceSlot { _permit: permit })
+            .map(|permit| InstanceSlot {
+                _permit: permit,
+                _suspending: suspending,
+            })
     }
 
-    /// A slot for module `name`, waiting (counted in the metrics) for one to be given back
-    /// if none is free. Never fails: the semaphore is never closed.
-    pub async fn acquire(&self, name: &str) -> InstanceSlot {
-        if let Some(slot) = self.try_acquire() {
+    /// A slot for module `name`, which `suspends` when idle or not, waiting (counted in the
+    /// metrics) for one to be given back if none is free. Never fails: the semaphores are
+    /// never closed.
+    pub async fn acquire(&self, name: &str, suspends: bool) -> InstanceSlot {
+        if let Some(slot) = self.try_acquire(suspends) {
             return slot;
         }
-        let pressed = self
-            .pressed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some();
-        if pressed {
-            tracing::debug!("module `{name}` waits for an instance slot: memory pressure");
-        } else if !self.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                "all {} instance slots are taken: module `{name}` and those after it wait for a \
-                 module to be suspended or to end ({})",
-                self.total,
-                self.bound
-            );
-        } else {
-            tracing::debug!("module `{name}` waits for an instance slot");
-        }
         let _waiting: GaugeHold = self.metrics.waiting_for_instance_slot();
-        match self.semaphore.clone().acquire_owned().await {
-            Ok(permit) => InstanceSlot { _permit: permit },
-            Err(_) => unreachable!("the slots' semaphore is never closed"),
+        let suspending = match suspends {
+            true => match self.suspending.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    tracing::debug!("module `{name}` waits for an instance slot: memory pressure");
+                    match self.suspending.clone().acquire_owned().await {
+                        Ok(permit) => Some(permit),
+                        Err(_) => unreachable!("the slots' semaphores are never closed"),
+                    }
+                }
+            },
+            false => None,
+        };
+        let permit = match self.semaphore.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "all {} instance slots are taken: module `{name}` and those after it \
+                         wait for a module to be suspended or to end ({})",
+                        self.total,
+                        self.bound
+                    );
+                } else {
+                    tracing::debug!("module `{name}` waits for an instance slot");
+                }
+                match self.semaphore.clone().acquire_owned().await {
+                    Ok(permit) => permit,
+                    Err(_) => unreachable!("the slots' semaphores are never closed"),
+                }
+            }
+        };
+        InstanceSlot {
+            _permit: permit,
+            _suspending: suspending,
         }
     }
 }
@@ -184,32 +211,40 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn under_pressure_no_more_become_resident_than_are_and_slots_given_back_flow_on() {
+    async fn under_pressure_no_more_suspending_modules_become_resident_than_are() {
         let slots = InstanceSlots::new(4, "test", Metrics::new());
-        let held = slots.try_acquire().expect("a slot");
+        let held = slots.try_acquire(true).expect("a slot");
         slots.press(true);
         slots.press(true);
-        assert!(slots.try_acquire().is_none(), "no new resident instance");
+        assert!(
+            slots.try_acquire(true).is_none(),
+            "no new resident instance"
+        );
+        let never_suspends = slots.try_acquire(false).expect("not held back");
         drop(held);
         let next = slots
-            .try_acquire()
+            .try_acquire(true)
             .expect("a slot given back goes to the next");
-        assert!(slots.try_acquire().is_none());
+        assert!(slots.try_acquire(true).is_none());
         drop(next);
         slots.press(false);
         slots.press(false);
-        let all: Vec<_> = (0..4).filter_map(|_| slots.try_acquire()).collect();
-        assert_eq!(all.len(), 4, "every slot is back");
-        assert!(slots.try_acquire().is_none());
+        let all: Vec<_> = (0..4).filter_map(|_| slots.try_acquire(true)).collect();
+        assert_eq!(
+            all.len(),
+            3,
+            "every slot is back (one holds a module that never suspends)"
+        );
         drop(all);
+        drop(never_suspends);
 
         // Pressed with none held, modules still run, one at a time.
         slots.press(true);
-        let one = slots.try_acquire().expect("one slot kept");
-        assert!(slots.try_acquire().is_none());
+        let one = slots.try_acquire(true).expect("one slot kept");
+        assert!(slots.try_acquire(true).is_none());
         drop(one);
         slots.press(false);
-        let all: Vec<_> = (0..5).filter_map(|_| slots.try_acquire()).collect();
+        let all: Vec<_> = (0..5).filter_map(|_| slots.try_acquire(true)).collect();
         assert_eq!(all.len(), 4);
     }
 
@@ -217,11 +252,11 @@ mod tests {
     async fn a_module_waits_for_a_slot_given_back_and_is_counted_while_it_waits() {
         let metrics = Metrics::new();
         let slots = InstanceSlots::new(1, "test", metrics.clone());
-        let first = slots.acquire("a").await;
-        assert!(slots.try_acquire().is_none());
+        let first = slots.acquire("a", false).await;
+        assert!(slots.try_acquire(false).is_none());
         let waiter = tokio::spawn({
             let slots = slots.clone();
-            async move { slots.acquire("b").await }
+            async move { slots.acquire("b", true).await }
         });
         while metrics.instance_slot_waits() == 0 {
             tokio::task::yield_now().await;
@@ -230,8 +265,8 @@ mod tests {
         drop(first);
         let second = waiter.await.expect("the waiter gets the slot");
         assert_eq!(metrics.instance_slot_waits(), 0);
-        assert!(slots.try_acquire().is_none());
+        assert!(slots.try_acquire(false).is_none());
         drop(second);
-        assert!(slots.try_acquire().is_some());
+        assert!(slots.try_acquire(true).is_some());
     }
 }

@@ -99,11 +99,12 @@ impl Shell {
         slots: &InstanceSlots,
         asked_for_stop: bool,
     ) -> Result<InstanceSlot, ModuleOutcome> {
-        if let Some(slot) = slots.try_acquire() {
+        let suspends = self.idle.is_some();
+        if let Some(slot) = slots.try_acquire(suspends) {
             return Ok(slot);
         }
         let name = self.name.clone();
-        let acquire = slots.acquire(&name);
+        let acquire = slots.acquire(&name, suspends);
         tokio::pin!(acquire);
         loop {
             if let Some(outcome) = self.ended_by_phase(asked_for_stop) {
