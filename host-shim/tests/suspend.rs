@@ -266,17 +266,17 @@ fn watch_frame() -> Vec<u8> {
     encode_frame(&request, b"")
 }
 
+/// A watch answer: an ADDED event at once, a MODIFIED one `later`, then the end.
+fn two_events(later: Duration) -> Reply {
+    let mut reply = Reply::new(200, vec![Ok(b"{\"type\":\"ADDED\",\"n\":1}\n".to_vec())]);
+    reply.later = vec![(later, b"{\"type\":\"MODIFIED\",\"n\":2}\n".to_vec())];
+    reply
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_event_arriving_while_suspended_resumes_the_module() {
     let dir = tempfile::tempdir().expect("dir");
-    let (client, _) = fake_client(|_| {
-        let mut reply = Reply::new(200, vec![Ok(b"{\"type\":\"ADDED\",\"n\":1}\n".to_vec())]);
-        reply.later = vec![(
-            Duration::from_millis(500),
-            b"{\"type\":\"MODIFIED\",\"n\":2}\n".to_vec(),
-        )];
-        reply
-    });
+    let (client, _) = fake_client(|_| two_events(Duration::from_millis(500)));
     let frame = watch_frame();
     let guest = Guest::new(&format!("(drop {})", call_with_frame("watch", &frame))).frame(&frame);
     let (run, host) = run_suspending(
@@ -333,14 +333,7 @@ async fn under_memory_pressure_an_idle_module_is_suspended_at_once_and_resumed_b
         let dir = tempfile::tempdir().expect("dir");
         let cgroup = dir.path().join("cgroup");
         fill_cgroup(&cgroup, 50);
-        let (client, _) = fake_client(|_| {
-            let mut reply = Reply::new(200, vec![Ok(b"{\"type\":\"ADDED\",\"n\":1}\n".to_vec())]);
-            reply.later = vec![(
-                Duration::from_millis(1500),
-                b"{\"type\":\"MODIFIED\",\"n\":2}\n".to_vec(),
-            )];
-            reply
-        });
+        let (client, _) = fake_client(|_| two_events(Duration::from_millis(1500)));
         let filled = cgroup.clone();
         let snapshots = dir.path().join("snapshots");
         let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
