@@ -156,12 +156,14 @@ impl CgroupMemory {
             }
             Self::V1(dir) => {
                 let usage = read_number(&dir.join("memory.usage_in_bytes"))?;
-                let own = read_number(&dir.join("memory.limit_in_bytes"))?;
                 let stat = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
                 let inactive_file = stat_field(&stat, "total_inactive_file").unwrap_or(0);
-                // A parent's limit binds too; memory.stat has the smallest on the way up.
-                let limit = stat_field(&stat, "hierarchical_memory_limit")
-                    .map_or(own, |hierarchical| hierarchical.min(own));
+                // A parent's limit binds too: memory.stat has the smallest of the cgroup's own
+                // and its ancestors'; memory.limit_in_bytes only where the kernel leaves it out.
+                let limit = match stat_field(&stat, "hierarchical_memory_limit") {
+                    Some(hierarchical) => hierarchical,
+                    None => read_number(&dir.join("memory.limit_in_bytes"))?,
+                };
                 Some(Reading {
                     working_set: usage.saturating_sub(inactive_file),
                     limit: (limit < V1_UNLIMITED).then_some(limit),
@@ -338,6 +340,18 @@ mod tests {
             )],
         );
         assert_eq!(cgroup.read().expect("read").limit, None, "v1's no limit");
+        write(
+            &dir,
+            &[
+                ("memory.stat", "total_inactive_file 0\n"),
+                ("memory.limit_in_bytes", "104857600"),
+            ],
+        );
+        assert_eq!(
+            cgroup.read().expect("read").limit,
+            Some(100 * MIB),
+            "the cgroup's own limit where memory.stat has no hierarchical one"
+        );
     }
 
     #[test]
