@@ -93,13 +93,20 @@ impl Shell {
     /// An instance slot for the module (see [`crate::runtime::instance_slots`]), waiting for
     /// one if none is free; or how the host's stop phase ends the module while it waits
     /// (see [`ended_by_phase`](Self::ended_by_phase): a module that asked for the stop signal
-    /// keeps waiting while the host stops, to be given it).
+    /// keeps waiting while the host stops, to be given it). A module that suspends is
+    /// admitted against the memory pressure first ([`MemoryPressure::admit`]).
     pub(super) async fn take_slot(
         &mut self,
         slots: &InstanceSlots,
         asked_for_stop: bool,
     ) -> Result<InstanceSlot, ModuleOutcome> {
-        let suspends = self.idle.is_some();
+        let suspends = match &self.idle {
+            Some(idle) => {
+                idle.pressure.admit();
+                true
+            }
+            None => false,
+        };
         if let Some(slot) = slots.try_acquire(suspends) {
             return Ok(slot);
         }

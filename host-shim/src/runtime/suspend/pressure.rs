@@ -20,9 +20,16 @@
 //! thread of its own, and every [`INTERVAL_UNLIMITED`] while the cgroup has no limit (a
 //! limit can be set later: in-place Pod resize). Without a memory cgroup there is no
 //! reading and never pressure.
+//!
+//! A periodic reading comes too late for a burst: a thousand modules starting within two
+//! seconds fill a tight limit between two readings, and a host whose code the kernel has
+//! already dropped reads late. So a module that suspends when idle also reads the cgroup
+//! as it is admitted — before its instance is made, at its start or resume
+//! ([`MemoryPressure::admit`]) — unless a reading is fresher than [`ADMISSION_FRESH`].
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -36,6 +43,9 @@ pub const OFF: f64 = 0.70;
 pub const INTERVAL: Duration = Duration::from_millis(250);
 /// How often while it has none.
 pub const INTERVAL_UNLIMITED: Duration = Duration::from_secs(5);
+/// An admission ([`MemoryPressure::admit`]) reads the cgroup again only if the last reading
+/// is older than this: at most 100 readings a second however many modules start.
+pub const ADMISSION_FRESH: Duration = Duration::from_millis(10);
 
 /// cgroup v1 reports "no limit" as the largest page-aligned `i64`; anything at or above
 /// this is no limit.
@@ -199,66 +209,152 @@ pub fn under_pressure(was: bool, reading: Reading) -> bool {
 #[derive(Debug, Clone)]
 pub struct MemoryPressure {
     receiver: watch::Receiver<bool>,
+    /// `None`: never under pressure.
+    watcher: Option<Arc<Watcher>>,
+}
+
+/// What the periodic readings and the admissions share: the cgroup, the last reading's
+/// outcome, and whom to tell of a change.
+struct Watcher {
+    cgroup: CgroupMemory,
+    metrics: Metrics,
+    on_change: Box<dyn Fn(bool) + Send + Sync>,
+    sender: watch::Sender<bool>,
+    last: Mutex<Last>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("cgroup", &self.cgroup)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The outcome of the last reading.
+#[derive(Debug, Clone, Copy)]
+struct Last {
+    under: bool,
+    /// Whether the cgroup had a limit.
+    limited: bool,
+    /// When it was read; `None`: not yet.
+    at: Option<Instant>,
+}
+
+impl Watcher {
+    /// Reads the cgroup, unless `fresh_for` is given and the last reading (with a limit) is
+    /// younger than it, and applies the reading: records a change in the metrics, tells
+    /// `on_change` and the receivers. Returns the outcome.
+    fn observe(&self, fresh_for: Option<Duration>) -> Last {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let (Some(fresh_for), Some(at)) = (fresh_for, last.at)
+            && (!last.limited || at.elapsed() < fresh_for)
+        {
+            return *last;
+        }
+        let reading = self.cgroup.read();
+        let under = reading.is_some_and(|r| under_pressure(last.under, r));
+        if under != last.under {
+            self.metrics.set_memory_pressure(under);
+            if let Some(r) = reading {
+                tracing::info!(
+                    working_set = r.working_set,
+                    limit = r.limit,
+                    "memory pressure {}: idle modules are suspended {}",
+                    if under { "on" } else { "off" },
+                    if under {
+                        "at once"
+                    } else {
+                        "after their idle threshold"
+                    },
+                );
+            }
+            (self.on_change)(under);
+            self.sender.send_replace(under);
+        }
+        *last = Last {
+            under,
+            limited: reading.is_some_and(|r| r.limit.is_some()),
+            at: Some(Instant::now()),
+        };
+        *last
+    }
 }
 
 impl MemoryPressure {
     /// Never under pressure (no cgroup, or the host told not to look).
     pub fn never() -> Self {
         let (_, receiver) = watch::channel(false);
-        Self { receiver }
+        Self {
+            receiver,
+            watcher: None,
+        }
     }
 
-    /// Watches `cgroup` on a thread of its own, which ends when every clone of the returned
-    /// value is dropped; records the state in `metrics` and tells `on_change` of each change.
+    /// Watches `cgroup` on a thread of its own (every [`INTERVAL`], or
+    /// [`INTERVAL_UNLIMITED`] without a limit), which ends when every clone of the returned
+    /// value is dropped; records the state in `metrics` and tells `on_change` of each change,
+    /// from that thread or from an [`admit`](Self::admit).
     ///
     /// # Errors
     /// If the thread cannot be started.
     pub fn watch(
         cgroup: CgroupMemory,
         metrics: Metrics,
-        on_change: impl Fn(bool) + Send + 'static,
+        on_change: impl Fn(bool) + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        Self::watch_every(cgroup, metrics, on_change, [INTERVAL, INTERVAL_UNLIMITED])
+    }
+
+    /// [`watch`](Self::watch) with the readings `[limited, unlimited]` apart.
+    fn watch_every(
+        cgroup: CgroupMemory,
+        metrics: Metrics,
+        on_change: impl Fn(bool) + Send + Sync + 'static,
+        [limited, unlimited]: [Duration; 2],
     ) -> std::io::Result<Self> {
         let (sender, receiver) = watch::channel(false);
+        let watcher = Arc::new(Watcher {
+            cgroup,
+            metrics,
+            on_change: Box::new(on_change),
+            sender,
+            last: Mutex::new(Last {
+                under: false,
+                limited: false,
+                at: None,
+            }),
+        });
+        let thread = watcher.clone();
         std::thread::Builder::new()
             .name("memory-pressure".into())
             .spawn(move || {
-                let mut under = false;
-                while !sender.is_closed() {
-                    let reading = cgroup.read();
-                    let now = reading.is_some_and(|r| under_pressure(under, r));
-                    if now != under {
-                        under = now;
-                        metrics.set_memory_pressure(under);
-                        if let Some(r) = reading {
-                            tracing::info!(
-                                working_set = r.working_set,
-                                limit = r.limit,
-                                "memory pressure {}: idle modules are suspended {}",
-                                if under { "on" } else { "off" },
-                                if under {
-                                    "at once"
-                                } else {
-                                    "after their idle threshold"
-                                },
-                            );
-                        }
-                        on_change(under);
-                        sender.send_replace(under);
-                    }
-                    let limited = reading.is_some_and(|r| r.limit.is_some());
-                    std::thread::sleep(if limited {
-                        INTERVAL
-                    } else {
-                        INTERVAL_UNLIMITED
-                    });
+                while !thread.sender.is_closed() {
+                    let last = thread.observe(None);
+                    std::thread::sleep(if last.limited { limited } else { unlimited });
                 }
             })?;
-        Ok(Self { receiver })
+        Ok(Self {
+            receiver,
+            watcher: Some(watcher),
+        })
     }
 
     /// Whether the host is under pressure now.
     pub fn now(&self) -> bool {
         *self.receiver.borrow()
+    }
+
+    /// Whether the host is under pressure as a module that suspends when idle is about to
+    /// make its instance (start or resume): reads the cgroup first if it has a limit and the
+    /// last reading is older than [`ADMISSION_FRESH`], so that a change is applied (the
+    /// instance slots pressed) before the instance adds to the working set. Reads a few
+    /// files of the cgroup file system: tens of microseconds, blocking.
+    pub fn admit(&self) -> bool {
+        match &self.watcher {
+            Some(watcher) => watcher.observe(Some(ADMISSION_FRESH)).under,
+            None => false,
+        }
     }
 
     /// Waits until the pressure changes; never returns once it can no longer change.
@@ -426,5 +522,80 @@ mod tests {
             .expect("pressure off");
         assert!(!pressure.now());
         assert_eq!(*changes.lock().expect("changes"), [true, false]);
+    }
+
+    #[test]
+    fn an_admission_reads_the_cgroup_before_the_next_periodic_reading_unless_one_is_fresh() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("host");
+        let fill = |mib: u64, max: &str| {
+            let current = (mib * MIB).to_string();
+            write(
+                &dir,
+                &[
+                    ("memory.current", &current),
+                    ("memory.max", max),
+                    ("memory.stat", "inactive_file 0\n"),
+                ],
+            );
+        };
+        fill(50, "104857600");
+        let metrics = Metrics::new();
+        let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = changes.clone();
+        let hour = Duration::from_secs(3600);
+        let pressure = MemoryPressure::watch_every(
+            CgroupMemory::V2(dir.clone()),
+            metrics.clone(),
+            move |under| seen.lock().expect("changes").push(under),
+            [hour, hour],
+        )
+        .expect("thread");
+        // The thread's first reading, then none for an hour.
+        let first = Instant::now();
+        while pressure
+            .watcher
+            .as_ref()
+            .expect("watched")
+            .last
+            .lock()
+            .expect("last")
+            .at
+            .is_none()
+        {
+            assert!(first.elapsed() < Duration::from_secs(5), "no first reading");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!pressure.admit());
+
+        fill(95, "104857600");
+        std::thread::sleep(ADMISSION_FRESH);
+        assert!(
+            pressure.admit(),
+            "read at admission, an hour before the thread's next"
+        );
+        assert!(pressure.now(), "and told to every module");
+        assert!(metrics.encode().contains("kube_wasm_memory_pressure 1"));
+        assert_eq!(*changes.lock().expect("changes"), [true]);
+
+        fill(10, "104857600");
+        assert!(
+            pressure.admit(),
+            "a reading fresher than ADMISSION_FRESH is reused"
+        );
+        std::thread::sleep(ADMISSION_FRESH);
+        assert!(!pressure.admit());
+        assert_eq!(*changes.lock().expect("changes"), [true, false]);
+
+        fill(95, "max");
+        std::thread::sleep(ADMISSION_FRESH);
+        assert!(!pressure.admit(), "no limit: no pressure");
+        fill(95, "104857600");
+        std::thread::sleep(ADMISSION_FRESH);
+        assert!(
+            !pressure.admit(),
+            "without a limit admissions leave the reading to the thread"
+        );
+        assert!(!MemoryPressure::never().admit());
     }
 }
