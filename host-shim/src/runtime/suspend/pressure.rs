@@ -242,9 +242,10 @@ struct Last {
 }
 
 impl Watcher {
-    /// Reads the cgroup, unless `fresh_for` is given and the last reading (with a limit) is
-    /// younger than it, and applies the reading: records a change in the metrics, tells
-    /// `on_change` and the receivers. Returns the outcome.
+    /// Reads the cgroup and applies the reading: records a change in the metrics, tells
+    /// `on_change` and the receivers. Returns the outcome. With `fresh_for`, returns the
+    /// last outcome instead if that reading found no limit (the thread reads again) or is
+    /// younger than `fresh_for`.
     fn observe(&self, fresh_for: Option<Duration>) -> Last {
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         if let (Some(fresh_for), Some(at)) = (fresh_for, last.at)
