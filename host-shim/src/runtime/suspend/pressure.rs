@@ -379,6 +379,20 @@ mod tests {
         }
     }
 
+    /// A v2 cgroup at `dir` using `mib` MiB, none of it inactive file pages, with `max` as
+    /// its `memory.max`.
+    fn fill_v2(dir: &Path, mib: u64, max: &str) {
+        let current = (mib * MIB).to_string();
+        write(
+            dir,
+            &[
+                ("memory.current", &current),
+                ("memory.max", max),
+                ("memory.stat", "inactive_file 0\n"),
+            ],
+        );
+    }
+
     #[test]
     fn a_v2_cgroup_is_read_as_the_kubelet_reads_its_working_set() {
         let root = tempfile::tempdir().expect("tempdir");
@@ -491,17 +505,7 @@ mod tests {
     async fn the_watch_turns_pressure_on_and_off_as_the_cgroup_fills_and_empties() {
         let root = tempfile::tempdir().expect("tempdir");
         let dir = root.path().join("host");
-        let fill = |mib: u64| {
-            let current = (mib * MIB).to_string();
-            write(
-                &dir,
-                &[
-                    ("memory.current", &current),
-                    ("memory.max", "104857600"),
-                    ("memory.stat", "inactive_file 0\n"),
-                ],
-            );
-        };
+        let fill = |mib: u64| fill_v2(&dir, mib, "104857600");
         fill(50);
         let metrics = Metrics::new();
         let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -529,17 +533,7 @@ mod tests {
     fn an_admission_reads_the_cgroup_before_the_next_periodic_reading_unless_one_is_fresh() {
         let root = tempfile::tempdir().expect("tempdir");
         let dir = root.path().join("host");
-        let fill = |mib: u64, max: &str| {
-            let current = (mib * MIB).to_string();
-            write(
-                &dir,
-                &[
-                    ("memory.current", &current),
-                    ("memory.max", max),
-                    ("memory.stat", "inactive_file 0\n"),
-                ],
-            );
-        };
+        let fill = |mib: u64, max: &str| fill_v2(&dir, mib, max);
         fill(50, "104857600");
         let metrics = Metrics::new();
         let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
