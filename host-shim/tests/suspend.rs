@@ -16,7 +16,7 @@ use host_shim::runtime::suspend::{CHUNK, SuspendPolicy, Suspendable};
 use host_shim::{
     Host, ModuleError, ModuleOptions, ModuleOutcome, Settings, StopHandle, Supervisor, Upstream,
 };
-use kube_wasm_abi::{WatchRequest, encode_frame};
+use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
 
 const IDLE: Duration = Duration::from_millis(50);
 
@@ -378,6 +378,63 @@ async fn under_memory_pressure_an_idle_module_is_suspended_at_once_and_resumed_b
                 (0, 0),
                 "75 % of the limit is no pressure"
             );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_memory_pressure_a_module_waiting_for_a_late_answer_is_suspended_and_resumed_by_it() {
+    // A GET whose answer comes 1.5 s late, with an idle threshold of a minute: only memory
+    // pressure suspends the module while it waits.
+    let get = HttpRequest {
+        method: "GET".into(),
+        uri: "/api/v1/namespaces/a/configmaps/late".into(),
+        headers: Vec::new(),
+        response: ResponseMode::Whole,
+    };
+    let frame = encode_frame(&get, b"");
+    let guest = Guest::new(&format!(
+        "(drop {})",
+        call_with_frame("http_request", &frame)
+    ))
+    .frame(&frame);
+    let policy = SuspendPolicy::after(Duration::from_secs(60));
+    for pressed in [false, true] {
+        let dir = tempfile::tempdir().expect("dir");
+        let cgroup = dir.path().join("cgroup");
+        fill_cgroup(&cgroup, if pressed { 95 } else { 50 });
+        let (client, _) = fake_client(|_| {
+            let mut reply = Reply::new(200, vec![Ok(b"{\"kind\":".to_vec())]);
+            reply.later = vec![(Duration::from_millis(1500), b"\"ConfigMap\"}".to_vec())];
+            reply
+        });
+        let (run, host) = run_suspending_in(
+            policy,
+            PressureSource::Cgroup(CgroupMemory::V2(cgroup)),
+            Upstream::new(client, "https://fake.invalid"),
+            &dir.path().join("snapshots"),
+            &[("asker", guest.wasm())],
+            |_, _| {},
+        )
+        .await;
+        assert_eq!(run.outcome("asker"), &ModuleOutcome::Exited(0));
+        assert_eq!(
+            run.lines_of("asker"),
+            [
+                r#"1:{"kind":"response","status":200,"headers":[["content-type","application/json"]]}{"kind":"ConfigMap"}"#
+            ],
+            "the whole answer delivered"
+        );
+        let suspends = metric(&host, "kube_wasm_module_suspends_total", "asker");
+        let resumes = metric(&host, "kube_wasm_module_resumes_total", "asker");
+        if pressed {
+            assert_eq!(
+                (suspends, resumes),
+                (1, 1),
+                "suspended once the answer was late, resumed by it"
+            );
+        } else {
+            assert_eq!((suspends, resumes), (0, 0), "resident while it waits");
         }
     }
 }

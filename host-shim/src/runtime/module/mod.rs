@@ -48,8 +48,8 @@
 //! # Suspended modules
 //!
 //! A module with a [`SuspendPolicy`](crate::runtime::suspend::SuspendPolicy) that has not been entered
-//! for its idle threshold, with no completion waiting and no answer to its own request due,
-//! is suspended (see
+//! for its idle threshold, with no completion waiting and no answer to its own request due
+//! (under memory pressure: none due for long), is suspended (see
 //! [`crate::runtime::suspend`]): the loop snapshots it and drops its `Store`, keeping the host state, then waits on the same
 //! queue and stop phase. A snapshot that cannot be written leaves it resident. A completion
 //! for a live op restores it and is delivered; a stop request ends it exactly as it ends a

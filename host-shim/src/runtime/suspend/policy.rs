@@ -44,6 +44,14 @@ impl SuspendPolicy {
     /// costs at most 1/250 of the time it stays suspended, 0.4 % of a core.
     pub const DEFAULT_COST_FACTOR: u32 = 250;
 
+    /// Under memory pressure, how long after its last entry a module still waiting for the
+    /// answer to one of its requests is suspended anyway (the answer resumes it), or longer
+    /// if a suspend and a resume cost more than its [`cost_factor`](Self::cost_factor)
+    /// allows. An answer is normally the module's next entry within milliseconds; one this
+    /// late means a slow API server, or a host short of memory that reads its connections
+    /// late, and an instance kept for it holds the memory the host is short of.
+    pub const SLOW_ANSWER: Duration = Duration::from_millis(500);
+
     /// A policy suspending after `idle_after`, between timers too when that pays.
     pub fn after(idle_after: Duration) -> Self {
         Self {
@@ -84,6 +92,8 @@ pub struct IdleThreshold {
     current: Duration,
     /// After a snapshot that could not be written: no new attempt before this.
     not_before: Option<Instant>,
+    /// Under memory pressure (see [`at_once`](Self::at_once)).
+    pressed: bool,
 }
 
 impl IdleThreshold {
@@ -93,6 +103,7 @@ impl IdleThreshold {
             policy,
             current: policy.idle_after,
             not_before: None,
+            pressed: false,
         }
     }
 
@@ -104,10 +115,13 @@ impl IdleThreshold {
     /// This threshold with no idle period left, as under memory pressure (see
     /// [`pressure`](super::pressure)): the module is suspended as soon as it is idle, and
     /// between timers whenever its next timer is far enough for a suspend and a resume to
-    /// pay. Never sooner than a failed snapshot's retry allows.
+    /// pay; one waiting for an answer, once the answer is
+    /// [late](SuspendPolicy::SLOW_ANSWER). Never sooner than a failed snapshot's retry
+    /// allows.
     pub fn at_once(self) -> Self {
         Self {
             current: Duration::ZERO,
+            pressed: true,
             ..self
         }
     }
@@ -125,6 +139,9 @@ impl IdleThreshold {
     /// - never while an answer is due (`!waits.only_standing`: an HTTP request or a stream
     ///   send, answered within the request timeout): the answer is the module's next entry,
     ///   and a slow API server must not turn each request into a suspend and a resume;
+    ///   except [under memory pressure](Self::at_once), where it is suspended
+    ///   [`SLOW_ANSWER`](SuspendPolicy::SLOW_ANSWER) after its last entry (at least
+    ///   `round_trip` times its cost factor), its timers weighed as below;
     /// - its threshold after its last unforeseen wake-up `last_unforeseen` (start, watch
     ///   event, stop signal, stream message): deliveries of its timers, and of answers to its
     ///   own requests, do not make a module busy;
@@ -148,13 +165,19 @@ impl IdleThreshold {
         let now = self
             .not_before
             .map_or(now, |not_before| not_before.max(now));
-        if !waits.only_standing {
-            return None;
-        }
-        if !self.policy.between_timers {
-            return last_entry.checked_add(self.current).map(|at| at.max(now));
-        }
-        let at = last_unforeseen.checked_add(self.current)?.max(now);
+        let at = match (waits.only_standing, self.policy.between_timers) {
+            (false, _) if !self.pressed => return None,
+            (false, between_timers) => {
+                let late = self.timer_gap(round_trip).max(SuspendPolicy::SLOW_ANSWER);
+                let at = last_entry.checked_add(late)?.max(now);
+                if !between_timers {
+                    return Some(at);
+                }
+                at
+            }
+            (true, false) => return last_entry.checked_add(self.current).map(|at| at.max(now)),
+            (true, true) => last_unforeseen.checked_add(self.current)?.max(now),
+        };
         match waits.next_timer {
             Some(due) if due < at.checked_add(self.timer_gap(round_trip))? => None,
             _ => Some(at),
@@ -257,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn at_once_an_idle_module_is_suspended_now_but_not_while_an_answer_is_due_or_before_a_retry() {
+    fn at_once_suspends_an_idle_module_now_and_one_awaiting_an_answer_once_it_is_late() {
         let mut t = IdleThreshold::new(SuspendPolicy::after(3 * S));
         let t0 = Instant::now();
         let now = t0 + 10 * MS;
@@ -271,9 +294,22 @@ mod tests {
             pressed.suspend_at(now, t0, t0, idle, Duration::ZERO),
             Some(now)
         );
+        let answer_due = waits(false, None);
+        assert_eq!(t.suspend_at(now, t0, t0, answer_due, Duration::ZERO), None);
         assert_eq!(
-            pressed.suspend_at(now, t0, t0, waits(false, None), Duration::ZERO),
-            None
+            pressed.suspend_at(now, t0, t0, answer_due, Duration::ZERO),
+            Some(t0 + SuspendPolicy::SLOW_ANSWER),
+            "an answer due is waited for until it is late"
+        );
+        assert_eq!(
+            pressed.suspend_at(now, t0, t0, answer_due, 10 * MS),
+            Some(t0 + 2500 * MS),
+            "longer when a suspend and a resume cost more than the cost factor allows"
+        );
+        assert_eq!(
+            pressed.suspend_at(now, t0, t0, waits(false, Some(t0 + 700 * MS)), MS),
+            None,
+            "nor just before a timer (a 1 ms suspend and resume: 250 ms at the default factor)"
         );
         // A timer 100 ms away: too near for the idle threshold's gap (500 ms), far enough
         // for a suspend and a resume of 0.2 ms together at the default cost factor (50 ms).
