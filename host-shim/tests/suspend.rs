@@ -440,6 +440,58 @@ async fn under_memory_pressure_a_module_waiting_for_a_late_answer_is_suspended_a
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_after_a_suspend_under_pressure_leaves_the_idle_threshold_as_it_was() {
+    // Under pressure from the start the watcher is suspended at once after its first event;
+    // the pressure ends, and its second event (0.6 s) resumes it sooner than its idle period
+    // (1 s). Had that resume doubled its threshold (2 s), it would still be resident at its
+    // third event (2.1 s); it is suspended 1 s after the second, and the third resumes it.
+    let frame = watch_frame();
+    let guest = Guest::new(&format!("(drop {})", call_with_frame("watch", &frame))).frame(&frame);
+    let dir = tempfile::tempdir().expect("dir");
+    let cgroup = dir.path().join("cgroup");
+    fill_cgroup(&cgroup, 95);
+    let (client, _) = fake_client(|_| {
+        let mut reply = Reply::new(200, vec![Ok(b"{\"type\":\"ADDED\",\"n\":1}\n".to_vec())]);
+        reply.later = vec![
+            (
+                Duration::from_millis(600),
+                b"{\"type\":\"MODIFIED\",\"n\":2}\n".to_vec(),
+            ),
+            (
+                Duration::from_millis(1500),
+                b"{\"type\":\"MODIFIED\",\"n\":3}\n".to_vec(),
+            ),
+        ];
+        reply
+    });
+    let eased = cgroup.clone();
+    let (run, host) = run_suspending_in(
+        SuspendPolicy::after(Duration::from_secs(1)),
+        PressureSource::Cgroup(CgroupMemory::V2(cgroup)),
+        Upstream::new(client, "https://fake.invalid"),
+        &dir.path().join("snapshots"),
+        &[("watcher", guest.wasm())],
+        move |_, _| {
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                fill_cgroup(&eased, 50);
+            });
+        },
+    )
+    .await;
+    assert_eq!(run.outcome("watcher"), &ModuleOutcome::Exited(0));
+    assert_eq!(run.lines_of("watcher").len(), 5, "every event delivered");
+    assert_eq!(
+        (
+            metric(&host, "kube_wasm_module_suspends_total", "watcher"),
+            metric(&host, "kube_wasm_module_resumes_total", "watcher"),
+        ),
+        (2, 2),
+        "suspended under pressure, then after its idle period, resumed each time"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_request_resumes_a_suspended_module_that_asked_for_it() {
     let dir = tempfile::tempdir().expect("dir");
     let (run, host) = run_suspending(

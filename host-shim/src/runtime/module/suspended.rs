@@ -23,6 +23,9 @@ pub(super) struct Suspended {
     state: HostState,
     snapshot: Snapshot,
     since: Instant,
+    /// Suspended under memory pressure: how soon it is woken says nothing of its idle
+    /// threshold.
+    pressed: bool,
 }
 
 /// What became of a suspend attempt.
@@ -112,6 +115,7 @@ pub(super) async fn suspend(
                 state,
                 snapshot,
                 since: Instant::now(),
+                pressed: write_back,
             }))
         }
         Ok(Err((store, slot, held, why))) => {
@@ -146,8 +150,9 @@ impl Suspended {
 
     /// Holds `compiled` again (mapping it again if no instance held it) and re-creates the
     /// instance from the snapshot (see [`crate::runtime::suspend`]); the file is removed. A
-    /// `planned` resume (ahead of a timer, or by one) leaves the idle threshold as it is; any
-    /// other tells it how long the module stayed suspended.
+    /// `planned` resume (ahead of a timer, or by one), or one of a module suspended under
+    /// memory pressure, leaves the idle threshold as it is; any other tells it how long the
+    /// module stayed suspended.
     ///
     /// # Errors
     /// How the module ends if it cannot be resumed; its ops are then aborted if its host
@@ -164,6 +169,7 @@ impl Suspended {
             mut state,
             snapshot,
             since,
+            pressed,
         } = self;
         let name = shell.name.clone();
         let metrics = state.ctx.metrics.clone();
@@ -230,7 +236,7 @@ impl Suspended {
         let took = started.elapsed();
         let suspended_for = since.elapsed();
         if let Some(idle) = &mut shell.idle {
-            if !planned {
+            if !planned && !pressed {
                 idle.threshold.resumed_after(suspended_for);
             }
             idle.ahead.resumed_in(took);
