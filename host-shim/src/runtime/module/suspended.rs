@@ -67,7 +67,7 @@ pub(super) async fn suspend(
     };
     let started = Instant::now();
     let layout = idle.layout.clone();
-    let write_back = idle.pressure.now();
+    let pressed = idle.pressure.now();
     let Running {
         store,
         instance: _,
@@ -79,7 +79,7 @@ pub(super) async fn suspend(
     let written = tokio::task::spawn_blocking(move || {
         let mut store = store;
         let captured = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            suspend::capture(&mut store, &instance, &layout, &dir, &task_name, write_back)
+            suspend::capture(&mut store, &instance, &layout, &dir, &task_name, pressed)
         }))
         .unwrap_or_else(|_| Err("the snapshot writer panicked".into()));
         match captured {
@@ -115,7 +115,7 @@ pub(super) async fn suspend(
                 state,
                 snapshot,
                 since: Instant::now(),
-                pressed: write_back,
+                pressed,
             }))
         }
         Ok(Err((store, slot, held, why))) => {
