@@ -165,19 +165,21 @@ impl IdleThreshold {
         let now = self
             .not_before
             .map_or(now, |not_before| not_before.max(now));
-        let at = match (waits.only_standing, self.policy.between_timers) {
-            (false, _) if !self.pressed => return None,
-            (false, between_timers) => {
-                let late = self.timer_gap(round_trip).max(SuspendPolicy::SLOW_ANSWER);
-                let at = last_entry.checked_add(late)?.max(now);
-                if !between_timers {
-                    return Some(at);
-                }
-                at
-            }
-            (true, false) => return last_entry.checked_add(self.current).map(|at| at.max(now)),
-            (true, true) => last_unforeseen.checked_add(self.current)?.max(now),
+        if !waits.only_standing && !self.pressed {
+            return None;
+        }
+        let (idle_since, idle_for) = match (waits.only_standing, self.policy.between_timers) {
+            (false, _) => (
+                last_entry,
+                self.timer_gap(round_trip).max(SuspendPolicy::SLOW_ANSWER),
+            ),
+            (true, false) => (last_entry, self.current),
+            (true, true) => (last_unforeseen, self.current),
         };
+        let at = idle_since.checked_add(idle_for)?.max(now);
+        if !self.policy.between_timers {
+            return Some(at);
+        }
         match waits.next_timer {
             Some(due) if due < at.checked_add(self.timer_gap(round_trip))? => None,
             _ => Some(at),
