@@ -13,12 +13,22 @@ cd "$(dirname "$0")/.."
 # shellcheck source=lib/suites.sh
 . scripts/lib/suites.sh
 
-# Each step says when it started (minutes:seconds since this script began) and the disk left
-# where the run builds, so a CI log shows where a run's time and disk went.
-step() {
-  printf '\n==> [%d:%02d, %s free] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) \
-    "$(df -h --output=avail . | tail -n 1 | tr -d ' ')" "$*" >&2
+# Each step says when it started (minutes:seconds since this script began), the disk left
+# where the run builds, and the CPU seconds the whole machine spent busy since the start (of
+# nproc × the elapsed seconds), so a CI log shows where a run's time, disk and CPU went;
+# each background job prints its own CPU seconds when it is awaited.
+busy_cpu_seconds() {
+  local _cpu user nice system rest
+  read -r _cpu user nice system rest </proc/stat
+  echo $(((user + nice + system) / $(getconf CLK_TCK)))
 }
+busy_at_start=$(busy_cpu_seconds)
+step() {
+  printf '\n==> [%d:%02d, %s free, machine busy %d CPU s] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) \
+    "$(df -h --output=avail . | tail -n 1 | tr -d ' ')" $(($(busy_cpu_seconds) - busy_at_start)) "$*" >&2
+}
+# What `time` prints after a background job (`time { …; }` in its bash -c), at the end of its log.
+export TIMEFORMAT='this job: %0R s wall, %0U s user + %0S s system CPU'
 
 # CI builds a fresh clone once: incremental compilation data would never be reused there, and
 # took 1.9 of the 5.6 GB target folder after the unit tests (a CI run failed on a full disk).
@@ -57,13 +67,13 @@ step "control plane, node, OCI registry and the host's image: made in the backgr
 # x86_64-unknown-linux-musl in a target folder of its own, so that it never waits for the
 # foreground's lock; about 8 minutes cold on 2 idle cores).
 provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
-setsid bash -c '. scripts/lib/suites.sh && provision_suite_infra && prune_build_caches provision' \
+setsid bash -c 'time { . scripts/lib/suites.sh && provision_suite_infra && prune_build_caches provision; }' \
   >"$provision_log" 2>&1 &
 provision_pid=$!
 # The book's tools (mdBook, lychee: scripts/book.sh, pinned versions, kept in ~/.cargo/bin)
 # are built the same way on a fresh machine, niced so that the workspace's build goes first.
 book_tools_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-book-tools.XXXXXX")
-setsid nice -n 10 scripts/book.sh install >"$book_tools_log" 2>&1 &
+setsid nice -n 10 bash -c 'time scripts/book.sh install' >"$book_tools_log" 2>&1 &
 book_tools_pid=$!
 trap 'kill -- "-$provision_pid" "-$book_tools_pid" 2>/dev/null || true' EXIT
 
@@ -72,7 +82,8 @@ step "Go: the SDK, the Go example and the Go e2e guests, in the background (scri
 # Rust build below leaves it idle; its log is printed when it is awaited, before the
 # end-to-end tests that run the Go programs.
 go_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-go.XXXXXX")
-setsid bash -c '. scripts/lib/suites.sh && scripts/go.sh && prune_build_caches go' >"$go_log" 2>&1 &
+setsid bash -c 'time { . scripts/lib/suites.sh && scripts/go.sh && prune_build_caches go; }' \
+  >"$go_log" 2>&1 &
 go_pid=$!
 trap 'kill -- "-$provision_pid" "-$book_tools_pid" "-$go_pid" 2>/dev/null || true' EXIT
 

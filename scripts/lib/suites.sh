@@ -42,11 +42,18 @@ SUITE_IMAGE_LAYOUT=target/image/oci
 # (kube-controller-manager, kube-scheduler and kubelet from the same module, Debian's
 # containerd and runc, the sandbox image; about 3 minutes more) and the host's image (about 8
 # minutes cold on 2 idle cores).
+# Each part prints its wall and CPU seconds; the first that fails ends it with its status (also
+# where the caller's `set -e` does not apply, as in `provision_suite_infra && …`).
 provision_suite_infra() {
-  scripts/control-plane.sh provision
-  scripts/registry.sh provision
-  scripts/cluster.sh provision
-  CARGO_TARGET_DIR=target/image scripts/image.sh build "$SUITE_IMAGE_LAYOUT"
+  local TIMEFORMAT='%0R s wall, %0U s user + %0S s system CPU'
+  echo "control plane:" >&2
+  time scripts/control-plane.sh provision || return
+  echo "registry:" >&2
+  time scripts/registry.sh provision || return
+  echo "the node's parts:" >&2
+  time scripts/cluster.sh provision || return
+  echo "the host's image:" >&2
+  time CARGO_TARGET_DIR=target/image scripts/image.sh build "$SUITE_IMAGE_LAYOUT"
 }
 
 # prune_build_caches provision|go|fuzz: on CI (CI=true), where a clone is built once, deletes
