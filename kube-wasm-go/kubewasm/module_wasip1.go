@@ -29,7 +29,7 @@ func InClusterConfig() (*rest.Config, error) { return Default.Config(), nil }
 // handle SIGTERM dies of it.
 func NotifyContext(parent context.Context, signals ...os.Signal) (ctx context.Context, stop context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	o := Default.start(Default.host.StopSignal())
+	o := Default.start(Default.host.StopSignal)
 	go func() {
 		d, err := o.next(ctx)
 		switch {

@@ -46,12 +46,16 @@ type op struct {
 	ready chan struct{}
 }
 
-// start registers the op the host just issued.
-func (r *Reactor) start(id abi.OpID) *op {
-	o := &op{r: r, id: id, ready: make(chan struct{}, 1)}
+// start submits an op with issue (one of the host's imports, which returns the op's id) and
+// registers it before any completion for it can be delivered: Deliver waits on the same lock.
+// In a module the host delivers only between entries; a fake host may answer from another
+// goroutine as soon as it has seen the op.
+func (r *Reactor) start(issue func() abi.OpID) *op {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := issue()
+	o := &op{r: r, id: id, ready: make(chan struct{}, 1)}
 	r.ops[id] = o
-	r.mu.Unlock()
 	return o
 }
 

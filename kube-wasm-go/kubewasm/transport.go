@@ -30,6 +30,12 @@ var _ http.RoundTripper = (*Transport)(nil)
 // NewTransport returns the transport of r's ops.
 func NewTransport(r *Reactor) *Transport { return &Transport{reactor: r} }
 
+// httpRequest is the issue function of an http_request op.
+func (t *Transport) httpRequest(header abi.HTTPRequest, body []byte) func() abi.OpID {
+	frame := abi.EncodeFrame(header, body)
+	return func() abi.OpID { return t.reactor.host.HTTPRequest(frame) }
+}
+
 // RoundTrip sends req through the host. Only the request's path and query are used: the
 // host speaks to the API server it is configured with.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -48,7 +54,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var o *op
 	if watch, ok := watchOf(req); ok {
-		o = t.reactor.start(t.reactor.host.Watch(abi.EncodeFrame(watch, nil)))
+		frame := abi.EncodeFrame(watch, nil)
+		o = t.reactor.start(func() abi.OpID { return t.reactor.host.Watch(frame) })
 		return t.streamed(ctx, req, o)
 	}
 	header := abi.HTTPRequest{
@@ -60,10 +67,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if isWatch(req) {
 		// A watch the watch op cannot express: its lines, streamed all the same.
 		header.Response = abi.ResponseLines
-		o = t.reactor.start(t.reactor.host.HTTPRequest(abi.EncodeFrame(header, body)))
+		o = t.reactor.start(t.httpRequest(header, body))
 		return t.streamed(ctx, req, o)
 	}
-	o = t.reactor.start(t.reactor.host.HTTPRequest(abi.EncodeFrame(header, body)))
+	o = t.reactor.start(t.httpRequest(header, body))
 	d, err := t.first(ctx, o)
 	if err != nil {
 		return nil, err
