@@ -221,6 +221,8 @@ struct Watcher {
     on_change: Box<dyn Fn(bool) + Send + Sync>,
     sender: watch::Sender<bool>,
     last: Mutex<Last>,
+    /// An admission reuses a reading younger than this ([`ADMISSION_FRESH`]).
+    admission_fresh: Duration,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -304,15 +306,23 @@ impl MemoryPressure {
         metrics: Metrics,
         on_change: impl Fn(bool) + Send + Sync + 'static,
     ) -> std::io::Result<Self> {
-        Self::watch_every(cgroup, metrics, on_change, [INTERVAL, INTERVAL_UNLIMITED])
+        Self::watch_every(
+            cgroup,
+            metrics,
+            on_change,
+            [INTERVAL, INTERVAL_UNLIMITED],
+            ADMISSION_FRESH,
+        )
     }
 
-    /// [`watch`](Self::watch) with the readings `[limited, unlimited]` apart.
+    /// [`watch`](Self::watch) with the readings `[limited, unlimited]` apart, admissions
+    /// reusing a reading younger than `admission_fresh`.
     fn watch_every(
         cgroup: CgroupMemory,
         metrics: Metrics,
         on_change: impl Fn(bool) + Send + Sync + 'static,
         [limited, unlimited]: [Duration; 2],
+        admission_fresh: Duration,
     ) -> std::io::Result<Self> {
         let (sender, receiver) = watch::channel(false);
         let watcher = Arc::new(Watcher {
@@ -325,6 +335,7 @@ impl MemoryPressure {
                 limited: false,
                 at: None,
             }),
+            admission_fresh,
         });
         let thread = watcher.clone();
         std::thread::Builder::new()
@@ -353,7 +364,7 @@ impl MemoryPressure {
     /// files of the cgroup file system: tens of microseconds, blocking.
     pub fn admit(&self) -> bool {
         match &self.watcher {
-            Some(watcher) => watcher.observe(Some(ADMISSION_FRESH)).under,
+            Some(watcher) => watcher.observe(Some(watcher.admission_fresh)).under,
             None => false,
         }
     }
@@ -539,11 +550,15 @@ mod tests {
         let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = changes.clone();
         let hour = Duration::from_secs(3600);
+        // Longer than ADMISSION_FRESH, so that the reuse below does not depend on this test
+        // running its next lines within 10 ms (it once did not, on a busy machine).
+        let fresh = Duration::from_millis(500);
         let pressure = MemoryPressure::watch_every(
             CgroupMemory::V2(dir.clone()),
             metrics.clone(),
             move |under| seen.lock().expect("changes").push(under),
             [hour, hour],
+            fresh,
         )
         .expect("thread");
         // The thread's first reading, then none for an hour.
@@ -564,7 +579,7 @@ mod tests {
         assert!(!pressure.admit());
 
         fill(95, "104857600");
-        std::thread::sleep(ADMISSION_FRESH);
+        std::thread::sleep(fresh);
         assert!(
             pressure.admit(),
             "read at admission, an hour before the thread's next"
@@ -574,19 +589,16 @@ mod tests {
         assert_eq!(*changes.lock().expect("changes"), [true]);
 
         fill(10, "104857600");
-        assert!(
-            pressure.admit(),
-            "a reading fresher than ADMISSION_FRESH is reused"
-        );
-        std::thread::sleep(ADMISSION_FRESH);
+        assert!(pressure.admit(), "a fresh reading is reused");
+        std::thread::sleep(fresh);
         assert!(!pressure.admit());
         assert_eq!(*changes.lock().expect("changes"), [true, false]);
 
         fill(95, "max");
-        std::thread::sleep(ADMISSION_FRESH);
+        std::thread::sleep(fresh);
         assert!(!pressure.admit(), "no limit: no pressure");
         fill(95, "104857600");
-        std::thread::sleep(ADMISSION_FRESH);
+        std::thread::sleep(fresh);
         assert!(
             !pressure.admit(),
             "without a limit admissions leave the reading to the thread"
