@@ -45,15 +45,17 @@ SUITE_IMAGE_LAYOUT=target/image/oci
 # Each part prints its wall and CPU seconds; the first that fails ends it with its status (also
 # where the caller's `set -e` does not apply, as in `provision_suite_infra && …`).
 provision_suite_infra() {
-  local TIMEFORMAT='%0R s wall, %0U s user + %0S s system CPU'
-  echo "control plane:" >&2
-  time scripts/control-plane.sh provision || return
-  echo "registry:" >&2
-  time scripts/registry.sh provision || return
-  echo "the node's parts:" >&2
-  time scripts/cluster.sh provision || return
-  echo "the host's image:" >&2
-  time CARGO_TARGET_DIR=target/image scripts/image.sh build "$SUITE_IMAGE_LAYOUT"
+  timed "control plane" scripts/control-plane.sh provision || return
+  timed registry scripts/registry.sh provision || return
+  timed "the node's parts" scripts/cluster.sh provision || return
+  timed "the host's image" env CARGO_TARGET_DIR=target/image scripts/image.sh build "$SUITE_IMAGE_LAYOUT"
+}
+
+# timed WHAT COMMAND…: runs COMMAND, then prints "WHAT: N s wall, U s user + S s system CPU".
+timed() {
+  local TIMEFORMAT="$1: %0R s wall, %0U s user + %0S s system CPU"
+  shift
+  time "$@"
 }
 
 # prune_build_caches provision|go|fuzz: on CI (CI=true), where a clone is built once, deletes
