@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use common::{Guest, call_with_frame};
-use kube_wasm_abi::{HttpRequest, ResponseMode, encode_frame};
+use kube_wasm_abi::encode_frame;
 
 fn host_shim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_host-shim"))
@@ -120,13 +120,7 @@ users:
     )
     .expect("kubeconfig");
 
-    let get = HttpRequest {
-        method: "GET".into(),
-        uri: "/api/v1/namespaces".into(),
-        headers: vec![],
-        response: ResponseMode::Whole,
-    };
-    let frame = encode_frame(&get, b"");
+    let frame = encode_frame(&common::get("/api/v1/namespaces"), b"");
     let asker = Guest::new(&format!(
         "(call $print_env) (drop {})",
         call_with_frame("http_request", &frame)

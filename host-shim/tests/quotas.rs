@@ -6,10 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Guest, Reply, call_with_frame, fake_client, run_configured};
+use common::{Guest, Reply, call_with_frame, fake_client, get, run_configured};
 use host_shim::runtime::quota::{QuotaAbuse, Quotas};
 use host_shim::{ModuleError, ModuleOptions, ModuleOutcome, Upstream};
-use kube_wasm_abi::{HttpRequest, ResponseMode, StreamOpen, WatchRequest, encode_frame};
+use kube_wasm_abi::{StreamOpen, WatchRequest, encode_frame};
 
 /// The `version` export of a guest of ABI 1.3, which reads a timer's `quota` error.
 const ABI_1_3: &str = "(i32.const 0x10003)";
@@ -25,15 +25,6 @@ fn with_quotas(quotas: Quotas) -> ModuleOptions {
 fn answering_upstream() -> (Upstream, Arc<std::sync::Mutex<Vec<common::Seen>>>) {
     let (client, seen) = fake_client(|_| Reply::ok(b"{\"type\":\"ADDED\",\"object\":{}}\n"));
     (Upstream::new(client, "https://fake.invalid"), seen)
-}
-
-fn get(uri: &str) -> HttpRequest {
-    HttpRequest {
-        method: "GET".into(),
-        uri: uri.into(),
-        headers: Vec::new(),
-        response: ResponseMode::Whole,
-    }
 }
 
 /// A guest that calls `import` with the frame `times` times in `_start`.

@@ -13,7 +13,7 @@ use common::{
 };
 use host_shim::upstream::watch_cache::CacheSettings;
 use host_shim::{ModuleOutcome, Upstream};
-use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
+use kube_wasm_abi::{WatchRequest, encode_frame};
 
 const PATH: &str = "/api/v1/namespaces/ns/configmaps";
 
@@ -227,12 +227,9 @@ async fn watches_from_zero_get_the_state_and_zero_lists_are_served_from_the_cach
     });
     let upstream = Upstream::new(client, "https://fake.invalid");
     // The list goes first and starts the shared watch; the watch from "0" follows it.
-    let list = HttpRequest {
-        method: "GET".into(),
-        uri: format!("{PATH}?&labelSelector=app%3Dring&resourceVersion=0&limit=500"),
-        headers: vec![],
-        response: ResponseMode::Whole,
-    };
+    let list = common::get(format!(
+        "{PATH}?&labelSelector=app%3Dring&resourceVersion=0&limit=500"
+    ));
     let list_frame = encode_frame(&list, b"");
     let list_guest = Guest::new(&format!(
         "(drop {})",
@@ -515,12 +512,7 @@ async fn a_resume_from_released_history_is_served_by_the_api_server() {
 /// (`labelSelector=app=ring`, `limit=500`, no resourceVersion), then, once it is answered
 /// (op 1), a watch from `watch_from`. Records every completion.
 fn list_then_watch_guest(watch: &WatchRequest) -> Vec<u8> {
-    let list = HttpRequest {
-        method: "GET".into(),
-        uri: format!("{PATH}?&labelSelector=app%3Dring&limit=500"),
-        headers: vec![],
-        response: ResponseMode::Whole,
-    };
+    let list = common::get(format!("{PATH}?&labelSelector=app%3Dring&limit=500"));
     let list_frame = encode_frame(&list, b"");
     let watch_frame = encode_frame(watch, b"");
     let mut guest = Guest::new(&format!(

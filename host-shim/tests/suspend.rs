@@ -16,7 +16,7 @@ use host_shim::runtime::suspend::{CHUNK, SuspendPolicy, Suspendable};
 use host_shim::{
     Host, ModuleError, ModuleOptions, ModuleOutcome, Settings, StopHandle, Supervisor, Upstream,
 };
-use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
+use kube_wasm_abi::{WatchRequest, encode_frame};
 
 const IDLE: Duration = Duration::from_millis(50);
 
@@ -386,13 +386,7 @@ async fn under_memory_pressure_an_idle_module_is_suspended_at_once_and_resumed_b
 async fn under_memory_pressure_a_module_waiting_for_a_late_answer_is_suspended_and_resumed_by_it() {
     // A GET whose answer comes 1.5 s late, with an idle threshold of a minute: only memory
     // pressure suspends the module while it waits.
-    let get = HttpRequest {
-        method: "GET".into(),
-        uri: "/api/v1/namespaces/a/configmaps/late".into(),
-        headers: Vec::new(),
-        response: ResponseMode::Whole,
-    };
-    let frame = encode_frame(&get, b"");
+    let frame = encode_frame(&common::get("/api/v1/namespaces/a/configmaps/late"), b"");
     let guest = Guest::new(&format!(
         "(drop {})",
         call_with_frame("http_request", &frame)

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Guest, Reply, call_with_frame, fake_client, run_guests};
+use common::{Guest, Reply, call_with_frame, fake_client, get, run_guests};
 use host_shim::{ModuleOutcome, Upstream};
 use kube_wasm_abi::{HttpRequest, ResponseMode, WatchRequest, encode_frame};
 
@@ -326,16 +326,11 @@ async fn too_long_watch_events_are_too_large_errors() {
 async fn unreachable_api_server_gives_connect_errors() {
     let config = kube::Config::new("https://127.0.0.1:1".parse().expect("valid url"));
     let upstream = Upstream::from_config(config).expect("client");
-    let get = HttpRequest {
-        method: "GET".into(),
-        uri: "/api/v1/namespaces".into(),
-        headers: vec![],
-        response: ResponseMode::Whole,
-    };
+    let namespaces = common::get("/api/v1/namespaces");
     let run = run_guests(
         upstream,
         &[
-            ("get", http_guest(&get, b"", 1)),
+            ("get", http_guest(&namespaces, b"", 1)),
             ("watch", watch_guest(&watch_request("/api/v1/pods"))),
         ],
     )
@@ -357,12 +352,6 @@ async fn unreachable_api_server_gives_connect_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_go_out_as_judged_and_uncertain_ones_not_at_all() {
     let (client, seen) = fake_client(|_| Reply::new(200, vec![Ok(b"{}".to_vec())]));
-    let get = |uri: &str| HttpRequest {
-        method: "GET".into(),
-        uri: uri.into(),
-        headers: vec![],
-        response: ResponseMode::Whole,
-    };
     let run = run_guests(
         Upstream::new(client, "https://fake.invalid"),
         &[

@@ -16,6 +16,17 @@ use host_shim::runtime::suspend::pressure::PressureSource;
 use host_shim::{Host, ModuleOptions, OutputTarget, Settings, StopHandle, Supervisor, Upstream};
 use http_body::Frame;
 use http_body_util::{BodyExt as _, StreamBody};
+use kube_wasm_abi::{HttpRequest, ResponseMode};
+
+/// A GET of `uri` (path and query) answered whole: the request most tests send.
+pub fn get(uri: impl Into<String>) -> HttpRequest {
+    HttpRequest {
+        method: "GET".into(),
+        uri: uri.into(),
+        headers: Vec::new(),
+        response: ResponseMode::Whole,
+    }
+}
 
 /// Address 1024: where test frames are placed by data segments.
 pub const FRAME_AT: u32 = 1024;
