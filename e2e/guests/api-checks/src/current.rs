@@ -228,6 +228,7 @@ async fn resize(client: &Client, ns: &str) -> anyhow::Result<()> {
 
 async fn streaming_lists(client: &Client, ns: &str) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let mut created_at = String::new();
     for name in ["stream-a", "stream-b"] {
         let cm = ConfigMap {
             metadata: ObjectMeta {
@@ -237,14 +238,20 @@ async fn streaming_lists(client: &Client, ns: &str) -> anyhow::Result<()> {
             },
             ..ConfigMap::default()
         };
-        cms.create(&PostParams::default(), &cm).await?;
+        created_at = cms
+            .create(&PostParams::default(), &cm)
+            .await?
+            .resource_version()
+            .unwrap_or_default();
     }
 
     // `Api::watch` with `WatchParams::streaming_lists`: the objects, then the bookmark that
-    // ends them.
+    // ends them. From the last create's resourceVersion (NotOlderThan): from "0" the server
+    // may answer from a watch cache that does not have the second object yet (a native run
+    // once saw only stream-a).
     // A server whose WatchList feature gate is off (1.33's default) refuses it with a 422.
     let wp = WatchParams::streaming_lists().labels("api-checks=stream");
-    let mut events = match cms.watch(&wp, "0").await {
+    let mut events = match cms.watch(&wp, &created_at).await {
         Ok(events) => events.boxed(),
         Err(kube::Error::Api(status)) => {
             println!(
