@@ -326,7 +326,7 @@ async fn too_long_watch_events_are_too_large_errors() {
 async fn unreachable_api_server_gives_connect_errors() {
     let config = kube::Config::new("https://127.0.0.1:1".parse().expect("valid url"));
     let upstream = Upstream::from_config(config).expect("client");
-    let namespaces = common::get("/api/v1/namespaces");
+    let namespaces = get("/api/v1/namespaces");
     let run = run_guests(
         upstream,
         &[
