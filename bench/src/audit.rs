@@ -1,7 +1,8 @@
 //! Upstream requests from the apiserver's audit log (`KUBE_WASM_AUDIT_LOG`, JSON lines, read
 //! with the test kit's [`kube_wasm_e2e::audit`]): the requests of one launch are the lines
 //! appended between two [`Mark`]s, less the driver's own (recognised by its `User-Agent`,
-//! [`DRIVER_USER_AGENT`]).
+//! [`DRIVER_USER_AGENT`]); and how long a controller took to answer the driver's writes
+//! ([`reply_delays_between`]), on the apiserver's clock.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -66,6 +67,88 @@ pub fn count(text: &str) -> Requests {
     requests
 }
 
+/// An object of a namespace: its resource (plural, as in the audit log's `objectRef`) and name.
+#[derive(Debug, Clone, Copy)]
+pub struct Object<'a> {
+    /// `objectRef.resource`: `configmaps`, `secrets`, …
+    pub resource: &'a str,
+    /// `objectRef.name`.
+    pub name: &'a str,
+}
+
+/// [`reply_delays`] of the audit log at `path` between `from` and `to`.
+///
+/// # Errors
+/// If a file cannot be read or the rotated file is gone.
+pub fn reply_delays_between(
+    path: &Path,
+    from: Mark,
+    to: Mark,
+    namespace: &str,
+    trigger: Object<'_>,
+    reply: Object<'_>,
+) -> anyhow::Result<Vec<f64>> {
+    Ok(reply_delays(
+        &read_between(path, from, to)?,
+        namespace,
+        trigger,
+        reply,
+    ))
+}
+
+/// For each write (create, update, patch — a server-side apply is a patch) of `trigger` in
+/// `namespace` by the driver, in audit log `text`, the ms from the apiserver's receipt of it
+/// (`requestReceivedTimestamp`, µs) to its receipt of the first write of `reply` in that
+/// namespace by anyone else before the driver's next write of `trigger`: how long a
+/// controller took from the change to its reconcile's write, both on the apiserver's clock,
+/// without the apiserver's handling of that write or a watch back to the driver. A write
+/// not answered in time has no figure.
+pub fn reply_delays(
+    text: &str,
+    namespace: &str,
+    trigger: Object<'_>,
+    reply: Object<'_>,
+) -> Vec<f64> {
+    let (mut triggers, mut replies) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let object = &event["objectRef"];
+        if event["stage"] != "RequestReceived"
+            || object["namespace"] != namespace
+            || !matches!(event["verb"].as_str(), Some("create" | "update" | "patch"))
+        {
+            continue;
+        }
+        let Some(at) = event["requestReceivedTimestamp"]
+            .as_str()
+            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .map(|t| t.as_microsecond())
+        else {
+            continue;
+        };
+        let is = |o: Object<'_>| object["resource"] == o.resource && object["name"] == o.name;
+        let by_driver = event["userAgent"].as_str() == Some(DRIVER_USER_AGENT);
+        if by_driver && is(trigger) {
+            triggers.push(at);
+        } else if !by_driver && is(reply) {
+            replies.push(at);
+        }
+    }
+    triggers.sort_unstable();
+    replies.sort_unstable();
+    triggers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &at)| {
+            let before = triggers.get(i + 1).copied().unwrap_or(i64::MAX);
+            let first = replies.iter().find(|&&r| r >= at && r < before)?;
+            Some((first - at) as f64 / 1000.0)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +175,37 @@ mod tests {
             ),
             (1, 1, 1)
         );
+    }
+
+    #[test]
+    fn a_reply_is_the_first_write_of_the_answer_by_another_after_each_trigger() {
+        let line = |id: &str, agent: &str, verb: &str, resource: &str, ns: &str, at: &str| {
+            format!(
+                r#"{{"auditID":"{id}","stage":"RequestReceived","verb":"{verb}","userAgent":"{agent}","objectRef":{{"resource":"{resource}","namespace":"{ns}","name":"cm-0"}},"requestReceivedTimestamp":"2026-11-30T10:00:{at}Z"}}"#
+            )
+        };
+        let d = DRIVER_USER_AGENT;
+        let text = [
+            line("1", d, "patch", "configmaps", "a", "00.000000"),
+            // Not answers: a read, another namespace, the driver's own write of the answer.
+            line("2", "go", "get", "secrets", "a", "00.000500"),
+            line("3", "go", "patch", "secrets", "b", "00.000700"),
+            line("4", d, "patch", "secrets", "a", "00.000800"),
+            line("5", "go", "patch", "secrets", "a", "00.002250"),
+            line("6", "go", "patch", "secrets", "a", "00.003000"),
+            // Answered by nothing before the next change: no figure.
+            line("7", d, "patch", "configmaps", "a", "01.000000"),
+            line("8", d, "update", "configmaps", "a", "02.000000"),
+            line("9", "go", "patch", "secrets", "a", "02.010000"),
+            r#"{"auditID":"10","stage":"ResponseComplete","verb":"patch","objectRef":{"resource":"secrets","namespace":"a","name":"cm-0"},"requestReceivedTimestamp":"2026-11-30T10:00:00.001000Z"}"#.into(),
+        ]
+        .join("\n");
+        let of = |resource| Object {
+            resource,
+            name: "cm-0",
+        };
+        let ms = reply_delays(&text, "a", of("configmaps"), of("secrets"));
+        assert_eq!(ms, [2.25, 10.0]);
     }
 
     #[test]

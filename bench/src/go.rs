@@ -8,9 +8,12 @@
 //! - suspended memory: the same host with `suspend: {idleAfter}`, once the module is
 //!   suspended (the host's metrics);
 //! - resume time (the host's resume histogram, over the latency rounds of the suspended host);
-//! - event→reconcile latency: from a ConfigMap's update to its mirror Secret holding the new
-//!   value, seen by the driver's own watch, natively, resident and suspended (each update
-//!   after the module was suspended again);
+//! - event→reconcile latency, natively, resident and suspended (each update after the module
+//!   was suspended again): from the apiserver's receipt of a ConfigMap's update to its receipt
+//!   of the controller's apply of the mirror Secret, from its audit log
+//!   ([`audit::reply_delays_between`]); and from the update to the mirror holding the new value
+//!   as the driver's own watch sees it, which adds the apiserver's handling of the apply and
+//!   a watch event to the controller's part;
 //! - a fleet of N Go controllers (`fleet_n`), each mirroring its own namespace: N native Go
 //!   processes against one host with N modules, resident and suspended — what a controller
 //!   costs once the host's own memory is shared, as a host runs them by the hundred;
@@ -30,6 +33,7 @@ use kube::runtime::watcher;
 use kube_wasm_e2e::manifest::Entry;
 use serde::Serialize;
 
+use crate::audit::{self, Object};
 use crate::fleet::{Fleet, Setup, host_manifest};
 use crate::memory::Sample;
 use crate::pressure::ReclaimCounters;
@@ -53,6 +57,8 @@ pub struct GoSetup {
     pub settle_secs: u64,
     /// Go controllers of the fleet (0 skips it).
     pub fleet_n: usize,
+    /// The apiserver's audit log (JSON lines), for event→reconcile.
+    pub audit_log: PathBuf,
 }
 
 /// A latency series, in ms.
@@ -99,11 +105,19 @@ pub struct GoFigures {
     pub resumes: u64,
     /// Mean resume time, in ms.
     pub resume_mean_ms: Option<f64>,
-    /// Event→reconcile, native.
-    pub latency_native: Latency,
+    /// Event→reconcile, native: from the apiserver's receipt of the update to its receipt
+    /// of the controller's apply of the mirror.
+    pub reconcile_native: Latency,
     /// Event→reconcile, the module resident.
-    pub latency_wasm: Latency,
+    pub reconcile_wasm: Latency,
     /// Event→reconcile, the module suspended before each event.
+    pub reconcile_suspended: Latency,
+    /// Event→mirror, native: from the driver's update until its watch sees the mirror hold
+    /// the new value.
+    pub latency_native: Latency,
+    /// Event→mirror, the module resident.
+    pub latency_wasm: Latency,
+    /// Event→mirror, the module suspended before each event.
     pub latency_suspended: Latency,
     /// Mixed fleet: the Go controller and the Rust examples, as native processes.
     pub mixed_native: Option<Sample>,
@@ -264,6 +278,28 @@ async fn one_event(client: &Client, ns: &str, value: &str) -> anyhow::Result<f64
     }
 }
 
+/// Event→reconcile of the `events` updates of `cm-0` in `ns` since `from`: the apiserver's
+/// receipt of each update to its receipt of the controller's apply of the mirror.
+///
+/// # Errors
+/// If the audit log cannot be read, or an update has no apply after it: each update was
+/// mirrored (the driver saw it), so a missing figure would be a misread log.
+fn reconciles(go: &GoSetup, from: audit::Mark, ns: &str, events: usize) -> anyhow::Result<Latency> {
+    let to = audit::mark(&go.audit_log)?;
+    let of = |resource| Object {
+        resource,
+        name: "cm-0",
+    };
+    let ms =
+        audit::reply_delays_between(&go.audit_log, from, to, ns, of("configmaps"), of("secrets"))?;
+    anyhow::ensure!(
+        ms.len() == events,
+        "the audit log shows {} of {events} updates in {ns} answered by an apply of the mirror",
+        ms.len()
+    );
+    Ok(Latency::of(ms))
+}
+
 /// Waits until the host reports every module suspended.
 async fn until_suspended(fleet: &mut Fleet, modules: u64, timeout: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
@@ -317,10 +353,12 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     populate(&client, &ns, go.objects).await?;
     tokio::time::sleep(settle).await;
     let native_idle = native.idle_memory().await?;
+    let from = audit::mark(&go.audit_log)?;
     let mut latency_native = Vec::new();
     for i in 0..go.events {
         latency_native.push(one_event(&client, &ns, &format!("n{i}")).await?);
     }
+    let reconcile_native = reconciles(go, from, &ns, go.events)?;
     native.stop(Duration::from_secs(10))?;
 
     eprintln!("bench go: in the host, resident");
@@ -338,10 +376,12 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     populate(&client, &ns, go.objects).await?;
     tokio::time::sleep(settle).await;
     let wasm_idle = host.idle_memory().await?;
+    let from = audit::mark(&go.audit_log)?;
     let mut latency_wasm = Vec::new();
     for i in 0..go.events {
         latency_wasm.push(one_event(&client, &ns, &format!("w{i}")).await?);
     }
+    let reconcile_wasm = reconciles(go, from, &ns, go.events)?;
     host.stop(Duration::from_secs(10))?;
 
     eprintln!("bench go: in the host, suspended");
@@ -363,11 +403,13 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     until_suspended(&mut host, 1, Duration::from_secs(120)).await?;
     let wasm_suspended = host.memory_median(SUSPENDED_SAMPLES).await?;
     let at_rest = host.host_metrics()?.unwrap_or_default();
+    let from = audit::mark(&go.audit_log)?;
     let mut latency_suspended = Vec::new();
     for i in 0..go.events.div_ceil(3) {
         until_suspended(&mut host, 1, Duration::from_secs(120)).await?;
         latency_suspended.push(one_event(&client, &ns, &format!("s{i}")).await?);
     }
+    let reconcile_suspended = reconciles(go, from, &ns, go.events.div_ceil(3))?;
     let after = host.host_metrics()?.unwrap_or_default();
     host.stop(Duration::from_secs(10))?;
     let resumes = after.resumes.saturating_sub(at_rest.resumes);
@@ -463,6 +505,9 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
         snapshot_bytes: at_rest.snapshot_bytes,
         resumes,
         resume_mean_ms,
+        reconcile_native,
+        reconcile_wasm,
+        reconcile_suspended,
         latency_native: Latency::of(latency_native),
         latency_wasm: Latency::of(latency_wasm),
         latency_suspended: Latency::of(latency_suspended),

@@ -209,7 +209,7 @@ struct Cli {
     go_wasm: Option<PathBuf>,
     /// Event→reconcile samples of the Go workload, natively and resident (a third as many
     /// suspended).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 60)]
     go_events: usize,
     /// Labelled ConfigMaps each Go controller mirrors.
     #[arg(long, default_value_t = 10)]
@@ -245,6 +245,7 @@ async fn run_go(cli: &Cli, setup: &Setup, out: &std::path::Path) -> anyhow::Resu
         events: cli.go_events,
         settle_secs: cli.settle_secs,
         fleet_n: cli.go_fleet_n,
+        audit_log: cli.audit_log.clone(),
     };
     let figures = kube_wasm_bench::go::run(setup, &go, out).await?;
     let (md, goals) = kube_wasm_bench::report::go_markdown(&figures);

@@ -65,9 +65,12 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
          | host with the Go module, idle | {} |\n\
          | host with the Go module, suspended | {} (linear memory {:.1} MiB, snapshot {:.1} MiB) |\n\
          | resume from disk | {} over {} resumes |\n\
-         | event→reconcile, native | {} |\n\
+         | event→reconcile (the apiserver's receipt of the update to that of the apply), native | {} |\n\
          | event→reconcile, module resident | {} |\n\
-         | event→reconcile, module suspended | {} |\n",
+         | event→reconcile, module suspended | {} |\n\
+         | event→mirror (the update to the driver's watch seeing the mirror hold it), native | {} |\n\
+         | event→mirror, module resident | {} |\n\
+         | event→mirror, module suspended | {} |\n",
         g.wasm_bytes as f64 / 1_048_576.0,
         ms(&g.compile_ms),
         ms(&g.cache_load_ms),
@@ -79,6 +82,9 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
         g.resume_mean_ms
             .map_or("—".into(), |m| format!("mean {m:.1} ms")),
         g.resumes,
+        latency(&g.reconcile_native),
+        latency(&g.reconcile_wasm),
+        latency(&g.reconcile_suspended),
         latency(&g.latency_native),
         latency(&g.latency_wasm),
         latency(&g.latency_suspended),
