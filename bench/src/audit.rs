@@ -4,7 +4,7 @@
 //! [`DRIVER_USER_AGENT`]); and how long a controller took to answer the driver's writes
 //! ([`reply_delays_between`]), on the apiserver's clock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use kube_wasm_e2e::audit::{ByRequest, read_between};
@@ -97,54 +97,68 @@ pub fn reply_delays_between(
 }
 
 /// For each write (create, update, patch — a server-side apply is a patch) of `trigger` in
-/// `namespace` by the driver, in audit log `text`, the ms from the apiserver's receipt of it
-/// (`requestReceivedTimestamp`, µs) to its receipt of the first write of `reply` in that
-/// namespace by anyone else before the driver's next write of `trigger`: how long a
-/// controller took from the change to its reconcile's write, both on the apiserver's clock,
-/// without the apiserver's handling of that write or a watch back to the driver. A write
-/// not answered in time has no figure.
+/// `namespace` by the driver, in audit log `text`, the ms from the apiserver's answer to it
+/// (the `stageTimestamp` of its ResponseComplete stage, µs: the change is stored) to its
+/// receipt (`requestReceivedTimestamp`) of the first write of `reply` in that namespace by
+/// anyone else after it was received and before the driver's next write of `trigger`: how
+/// long a controller took from the change to its reconcile's write, both on the apiserver's
+/// clock, without the apiserver's own handling of either write or a watch back to the
+/// driver. (The watch event may leave before the answer: a figure can be a little below 0.)
+/// A write not answered in time, or whose answer the log lacks, has no figure.
 pub fn reply_delays(
     text: &str,
     namespace: &str,
     trigger: Object<'_>,
     reply: Object<'_>,
 ) -> Vec<f64> {
-    let (mut triggers, mut replies) = (Vec::new(), Vec::new());
+    let micros = |v: &serde_json::Value| {
+        v.as_str()
+            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .map(|t| t.as_microsecond())
+    };
+    // The driver's writes of `trigger` by audit ID: (received, answered).
+    let mut triggers: HashMap<String, (Option<i64>, Option<i64>)> = HashMap::new();
+    let mut replies = Vec::new();
     for line in text.lines() {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
         let object = &event["objectRef"];
-        if event["stage"] != "RequestReceived"
-            || object["namespace"] != namespace
+        if object["namespace"] != namespace
             || !matches!(event["verb"].as_str(), Some("create" | "update" | "patch"))
         {
             continue;
         }
-        let Some(at) = event["requestReceivedTimestamp"]
-            .as_str()
-            .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-            .map(|t| t.as_microsecond())
-        else {
-            continue;
-        };
         let is = |o: Object<'_>| object["resource"] == o.resource && object["name"] == o.name;
         let by_driver = event["userAgent"].as_str() == Some(DRIVER_USER_AGENT);
+        let stage = event["stage"].as_str();
         if by_driver && is(trigger) {
-            triggers.push(at);
-        } else if !by_driver && is(reply) {
-            replies.push(at);
+            let Some(id) = event["auditID"].as_str() else {
+                continue;
+            };
+            let times = triggers.entry(id.to_owned()).or_default();
+            match stage {
+                Some("RequestReceived") => times.0 = micros(&event["requestReceivedTimestamp"]),
+                Some("ResponseComplete") => times.1 = micros(&event["stageTimestamp"]),
+                _ => {}
+            }
+        } else if !by_driver && is(reply) && stage == Some("RequestReceived") {
+            replies.extend(micros(&event["requestReceivedTimestamp"]));
         }
     }
+    let mut triggers: Vec<(i64, Option<i64>)> = triggers
+        .into_values()
+        .filter_map(|(received, answered)| Some((received?, answered)))
+        .collect();
     triggers.sort_unstable();
     replies.sort_unstable();
     triggers
         .iter()
         .enumerate()
-        .filter_map(|(i, &at)| {
-            let before = triggers.get(i + 1).copied().unwrap_or(i64::MAX);
-            let first = replies.iter().find(|&&r| r >= at && r < before)?;
-            Some((first - at) as f64 / 1000.0)
+        .filter_map(|(i, &(received, answered))| {
+            let before = triggers.get(i + 1).map_or(i64::MAX, |t| t.0);
+            let first = replies.iter().find(|&&r| r >= received && r < before)?;
+            Some((first - answered?) as f64 / 1000.0)
         })
         .collect()
 }
@@ -179,25 +193,61 @@ mod tests {
 
     #[test]
     fn a_reply_is_the_first_write_of_the_answer_by_another_after_each_trigger() {
-        let line = |id: &str, agent: &str, verb: &str, resource: &str, ns: &str, at: &str| {
+        // One stage of a request on `cm-0` in namespace `a`, received at second `received` and
+        // at this stage at second `at`.
+        let stage = |id: &str,
+                     stage: &str,
+                     agent: &str,
+                     verb: &str,
+                     resource: &str,
+                     received: &str,
+                     at: &str| {
             format!(
-                r#"{{"auditID":"{id}","stage":"RequestReceived","verb":"{verb}","userAgent":"{agent}","objectRef":{{"resource":"{resource}","namespace":"{ns}","name":"cm-0"}},"requestReceivedTimestamp":"2026-11-30T10:00:{at}Z"}}"#
+                r#"{{"auditID":"{id}","stage":"{stage}","verb":"{verb}","userAgent":"{agent}","objectRef":{{"resource":"{resource}","namespace":"a","name":"cm-0"}},"requestReceivedTimestamp":"2026-11-30T10:00:{received}Z","stageTimestamp":"2026-11-30T10:00:{at}Z"}}"#
+            )
+        };
+        let line = |id: &str, st: &str, agent: &str, verb: &str, resource: &str, at: &str| {
+            stage(id, st, agent, verb, resource, at, at)
+        };
+        let answered = |id: &str, received: &str, at: &str| {
+            stage(
+                id,
+                "ResponseComplete",
+                DRIVER_USER_AGENT,
+                "patch",
+                "configmaps",
+                received,
+                at,
             )
         };
         let d = DRIVER_USER_AGENT;
+        let rr = "RequestReceived";
         let text = [
-            line("1", d, "patch", "configmaps", "a", "00.000000"),
-            // Not answers: a read, another namespace, the driver's own write of the answer.
-            line("2", "go", "get", "secrets", "a", "00.000500"),
-            line("3", "go", "patch", "secrets", "b", "00.000700"),
-            line("4", d, "patch", "secrets", "a", "00.000800"),
-            line("5", "go", "patch", "secrets", "a", "00.002250"),
-            line("6", "go", "patch", "secrets", "a", "00.003000"),
+            line("1", rr, d, "patch", "configmaps", "00.000000"),
+            answered("1", "00.000000", "00.004000"),
+            // Not replies: a read, the driver's own write of the answer, the answer's later stage.
+            line("2", rr, "go", "get", "secrets", "00.004500"),
+            line("4", rr, d, "patch", "secrets", "00.004800"),
+            line("5", rr, "go", "patch", "secrets", "00.006250"),
+            line(
+                "5",
+                "ResponseComplete",
+                "go",
+                "patch",
+                "secrets",
+                "00.009000",
+            ),
+            line("6", rr, "go", "patch", "secrets", "00.007000"),
             // Answered by nothing before the next change: no figure.
-            line("7", d, "patch", "configmaps", "a", "01.000000"),
-            line("8", d, "update", "configmaps", "a", "02.000000"),
-            line("9", "go", "patch", "secrets", "a", "02.010000"),
-            r#"{"auditID":"10","stage":"ResponseComplete","verb":"patch","objectRef":{"resource":"secrets","namespace":"a","name":"cm-0"},"requestReceivedTimestamp":"2026-11-30T10:00:00.001000Z"}"#.into(),
+            line("7", rr, d, "patch", "configmaps", "01.000000"),
+            answered("7", "01.000000", "01.003000"),
+            // A reply received before the change's answer was written: below 0.
+            line("8", rr, d, "update", "configmaps", "02.000000"),
+            line("9", rr, "go", "patch", "secrets", "02.003000"),
+            answered("8", "02.000000", "02.003500"),
+            // A change whose answer the log lacks: no figure.
+            line("10", rr, d, "patch", "configmaps", "03.000000"),
+            line("11", rr, "go", "patch", "secrets", "03.002000"),
         ]
         .join("\n");
         let of = |resource| Object {
@@ -205,7 +255,7 @@ mod tests {
             name: "cm-0",
         };
         let ms = reply_delays(&text, "a", of("configmaps"), of("secrets"));
-        assert_eq!(ms, [2.25, 10.0]);
+        assert_eq!(ms, [2.25, -0.5]);
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //!   suspended (the host's metrics);
 //! - resume time (the host's resume histogram, over the latency rounds of the suspended host);
 //! - event→reconcile latency, natively, resident and suspended (each update after the module
-//!   was suspended again): from the apiserver's receipt of a ConfigMap's update to its receipt
-//!   of the controller's apply of the mirror Secret, from its audit log
+//!   was suspended again): from the apiserver's answer to a ConfigMap's update (the change
+//!   stored) to its receipt of the controller's apply of the mirror Secret, from its audit log
 //!   ([`audit::reply_delays_between`]); and from the update to the mirror holding the new value
 //!   as the driver's own watch sees it, which adds the apiserver's handling of the apply and
 //!   a watch event to the controller's part;
@@ -105,7 +105,7 @@ pub struct GoFigures {
     pub resumes: u64,
     /// Mean resume time, in ms.
     pub resume_mean_ms: Option<f64>,
-    /// Event→reconcile, native: from the apiserver's receipt of the update to its receipt
+    /// Event→reconcile, native: from the apiserver's answer to the update to its receipt
     /// of the controller's apply of the mirror.
     pub reconcile_native: Latency,
     /// Event→reconcile, the module resident.
@@ -279,7 +279,7 @@ async fn one_event(client: &Client, ns: &str, value: &str) -> anyhow::Result<f64
 }
 
 /// Event→reconcile of the `events` updates of `cm-0` in `ns` since `from`: the apiserver's
-/// receipt of each update to its receipt of the controller's apply of the mirror.
+/// answer to each update to its receipt of the controller's apply of the mirror.
 ///
 /// # Errors
 /// If the audit log cannot be read, or an update has no apply after it: each update was

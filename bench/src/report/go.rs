@@ -65,7 +65,7 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
          | host with the Go module, idle | {} |\n\
          | host with the Go module, suspended | {} (linear memory {:.1} MiB, snapshot {:.1} MiB) |\n\
          | resume from disk | {} over {} resumes |\n\
-         | event→reconcile (the apiserver's receipt of the update to that of the apply), native | {} |\n\
+         | event→reconcile (the apiserver's answer to the update to its receipt of the apply), native | {} |\n\
          | event→reconcile, module resident | {} |\n\
          | event→reconcile, module suspended | {} |\n\
          | event→mirror (the update to the driver's watch seeing the mirror hold it), native | {} |\n\

@@ -340,7 +340,7 @@ pub fn goals(f: &Figures, m: &Measured) -> Vec<Goal> {
 /// Issue #43's goals for the Go workload (`--go`): the client-go controller in the host
 /// against the same controller as a native Go process.
 pub fn go_goals(g: &crate::go::GoFigures) -> Vec<Goal> {
-    const LATENCY: &str = "Go event→reconcile p99 (the apiserver's receipt of an update to its \
+    const LATENCY: &str = "Go event→reconcile p99 (the apiserver's answer to an update to its \
                            receipt of the reconcile's apply), module vs native process";
     let latency = match (g.reconcile_wasm.p99, g.reconcile_native.p99) {
         (Some(wasm), Some(native)) => Goal {
