@@ -4,7 +4,7 @@
 //! [`DRIVER_USER_AGENT`]); and how long a controller took to answer the driver's writes
 //! ([`reply_delays_between`]), on the apiserver's clock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use kube_wasm_e2e::audit::{ByRequest, read_between};
@@ -116,40 +116,38 @@ pub fn reply_delays(
             .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
             .map(|t| t.as_microsecond())
     };
-    // The driver's writes of `trigger` by audit ID: (received, answered).
-    let mut triggers: HashMap<String, (Option<i64>, Option<i64>)> = HashMap::new();
-    let mut replies = Vec::new();
+    let mut grouped = ByRequest::default();
     for line in text.lines() {
         let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        let object = &event["objectRef"];
-        if object["namespace"] != namespace
-            || !matches!(event["verb"].as_str(), Some("create" | "update" | "patch"))
+        if event["auditID"].is_string()
+            && event["objectRef"]["namespace"] == namespace
+            && matches!(event["verb"].as_str(), Some("create" | "update" | "patch"))
         {
-            continue;
-        }
-        let is = |o: Object<'_>| object["resource"] == o.resource && object["name"] == o.name;
-        let by_driver = event["userAgent"].as_str() == Some(DRIVER_USER_AGENT);
-        let stage = event["stage"].as_str();
-        if by_driver && is(trigger) {
-            let Some(id) = event["auditID"].as_str() else {
-                continue;
-            };
-            let times = triggers.entry(id.to_owned()).or_default();
-            match stage {
-                Some("RequestReceived") => times.0 = micros(&event["requestReceivedTimestamp"]),
-                Some("ResponseComplete") => times.1 = micros(&event["stageTimestamp"]),
-                _ => {}
-            }
-        } else if !by_driver && is(reply) && stage == Some("RequestReceived") {
-            replies.extend(micros(&event["requestReceivedTimestamp"]));
+            grouped.push(event);
         }
     }
-    let mut triggers: Vec<(i64, Option<i64>)> = triggers
-        .into_values()
-        .filter_map(|(received, answered)| Some((received?, answered)))
-        .collect();
+    // The driver's writes of `trigger`: (received, answered); the others' writes of `reply`.
+    let (mut triggers, mut replies) = (Vec::new(), Vec::new());
+    for stages in grouped.requests() {
+        let first = &stages[0];
+        let object = &first["objectRef"];
+        let is = |o: Object<'_>| object["resource"] == o.resource && object["name"] == o.name;
+        let Some(received) = micros(&first["requestReceivedTimestamp"]) else {
+            continue;
+        };
+        let by_driver = first["userAgent"].as_str() == Some(DRIVER_USER_AGENT);
+        if by_driver && is(trigger) {
+            let answered = stages
+                .iter()
+                .find(|s| s["stage"] == "ResponseComplete")
+                .and_then(|s| micros(&s["stageTimestamp"]));
+            triggers.push((received, answered));
+        } else if !by_driver && is(reply) {
+            replies.push(received);
+        }
+    }
     triggers.sort_unstable();
     replies.sort_unstable();
     triggers

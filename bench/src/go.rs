@@ -73,7 +73,7 @@ pub struct Latency {
 }
 
 impl Latency {
-    fn of(ms: Vec<f64>) -> Self {
+    pub(crate) fn of(ms: Vec<f64>) -> Self {
         Self {
             p50: stats::median(&ms),
             p99: stats::percentile(&ms, 99.0),
@@ -404,12 +404,13 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     let wasm_suspended = host.memory_median(SUSPENDED_SAMPLES).await?;
     let at_rest = host.host_metrics()?.unwrap_or_default();
     let from = audit::mark(&go.audit_log)?;
+    let suspended_events = go.events.div_ceil(3);
     let mut latency_suspended = Vec::new();
-    for i in 0..go.events.div_ceil(3) {
+    for i in 0..suspended_events {
         until_suspended(&mut host, 1, Duration::from_secs(120)).await?;
         latency_suspended.push(one_event(&client, &ns, &format!("s{i}")).await?);
     }
-    let reconcile_suspended = reconciles(go, from, &ns, go.events.div_ceil(3))?;
+    let reconcile_suspended = reconciles(go, from, &ns, suspended_events)?;
     let after = host.host_metrics()?.unwrap_or_default();
     host.stop(Duration::from_secs(10))?;
     let resumes = after.resumes.saturating_sub(at_rest.resumes);

@@ -468,11 +468,7 @@ mod tests {
         });
         assert_eq!(alone.len(), 3, "no fleet goals without a fleet");
         // The latency goal is judged on event→reconcile, not on event→mirror.
-        let ms = |ms: Vec<f64>| crate::go::Latency {
-            p50: crate::stats::median(&ms),
-            p99: crate::stats::percentile(&ms, 99.0),
-            ms,
-        };
+        let ms = crate::go::Latency::of;
         let timed = |wasm: f64| crate::go::GoFigures {
             reconcile_native: ms(vec![1.0, 2.0, 3.0]),
             reconcile_wasm: ms(vec![2.0, 3.0, wasm]),
