@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh machine or a warm one:
 #   format and lint checks (host and wasm32-wasip1), unit tests (native, fake host; the
-#   book's Rust code blocks as doc tests), a short run of every fuzz target (scripts/fuzz.sh),
-#   the crate docs and the book (docs/, its links checked: scripts/book.sh),
-#   the example and end-to-end guests built for wasm32-wasip1, and the end-to-end tests:
+#   book's Rust code blocks as doc tests), the crate docs, the example and end-to-end guests
+#   built for wasm32-wasip1, a short run of every fuzz target (scripts/fuzz.sh), the book
+#   (docs/, its links checked: scripts/book.sh), and the end-to-end tests:
 #   wasm modules in the host shim against a real kube-apiserver + etcd started here, and the
 #   host's image (scripts/image.sh) run by a one-node cluster with a kubelet (scripts/cluster.sh).
 # Installs what it needs (the wasm32-wasip1 target, Debian packages, the control plane,
@@ -70,12 +70,11 @@ provision_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-provision.XXXXXX")
 setsid bash -c 'time { . scripts/lib/suites.sh && provision_suite_infra && prune_build_caches provision; }' \
   >"$provision_log" 2>&1 &
 provision_pid=$!
-# The book's tools (mdBook, lychee: scripts/book.sh, pinned versions, kept in ~/.cargo/bin)
-# are built the same way on a fresh machine, niced so that the workspace's build goes first.
-book_tools_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-book-tools.XXXXXX")
-setsid nice -n 10 bash -c 'time scripts/book.sh install' >"$book_tools_log" 2>&1 &
-book_tools_pid=$!
-trap 'kill -- "-$provision_pid" "-$book_tools_pid" 2>/dev/null || true' EXIT
+background_pids=("$provision_pid")
+# Ends every background job's process group (the trap on exit; with the suites' own after
+# start_suite_infra).
+stop_background() { kill -- "${background_pids[@]/#/-}" 2>/dev/null || true; }
+trap stop_background EXIT
 
 step "Go: the SDK, the Go example and the Go e2e guests, in the background (scripts/go.sh)"
 # Building client-go for wasip1 takes minutes on a cold cache, mostly on one core while the
@@ -85,17 +84,13 @@ go_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-go.XXXXXX")
 setsid bash -c 'time { . scripts/lib/suites.sh && scripts/go.sh && prune_build_caches go; }' \
   >"$go_log" 2>&1 &
 go_pid=$!
-trap 'kill -- "-$provision_pid" "-$book_tools_pid" "-$go_pid" 2>/dev/null || true' EXIT
+background_pids+=("$go_pid")
 
 step "format"
 cargo fmt --all -- --check
 
 step "build and unit tests (native, fake host)"
 cargo test --workspace --exclude kube-wasm-e2e --exclude kube-wasm-parity
-
-step "fuzz: every target of fuzz/ for 20 s (scripts/fuzz.sh; fails on any crash)"
-scripts/fuzz.sh
-prune_build_caches fuzz
 
 step "lint: host and native builds"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -106,11 +101,6 @@ step "crate docs: cargo doc, every rustdoc warning an error"
 # kube-wasm's optional features on, as docs.rs shows them: the docs link the items they gate.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features \
   kube-wasm/unstable-runtime,kube-wasm/unstable-client,kube-wasm/kubelet-debug,kube-wasm/admission,kube-wasm/jsonpatch,kube-wasm/derive
-
-step "the book: built with mdBook, every link inside it checked (scripts/book.sh check)"
-# Its Rust code blocks ran with the unit tests above (doc tests of docs/lib.rs).
-await_background "$book_tools_pid" "$book_tools_log" "installing the book's tools"
-scripts/book.sh check
 
 step "build the host shim and every program natively, and the programs for wasm32-wasip1"
 # Also a ported workspace of its own (shaped like kube-rs's), natively and for wasm32-wasip1.
@@ -133,6 +123,24 @@ package_log=$(cargo package --no-verify --allow-dirty -p kube-wasm-abi -p kube-w
   -p kube-wasm 2>&1) || { printf '%s\n' "$package_log" >&2; exit 1; }
 if grep -q '^warning' <<<"$package_log"; then printf '%s\n' "$package_log" >&2; exit 1; fi
 
+step "fuzz and the book, in the background at a low priority while the rest runs"
+# Neither gates another step, and each builds in a folder of its own (fuzz/target, the book's
+# tools in ~/.cargo/bin), so they wait for no lock of the foreground's. Until here the
+# builds keep both cores busy; the end-to-end and parity suites leave about half of them idle
+# (they mostly wait for the apiserver), which these take, niced so that the suites go first.
+# (Not nice 19: libFuzzer's per-input timeout counts wall time, and a fuzzer starved for ten
+# seconds would report a hang.) Fuzz: every target of fuzz/ for 20 s, failing on any crash.
+# The book: its tools (mdBook and lychee, pinned versions, built once into ~/.cargo/bin),
+# mdBook builds docs/ and lychee checks every link inside it; its Rust code blocks ran with
+# the unit tests above (doc tests of docs/lib.rs).
+fuzz_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-fuzz.XXXXXX")
+setsid nice -n 10 bash -c 'time scripts/fuzz.sh' >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+book_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-book.XXXXXX")
+setsid nice -n 10 bash -c 'time scripts/book.sh check' >"$book_log" 2>&1 &
+book_pid=$!
+background_pids+=("$fuzz_pid" "$book_pid")
+
 step "Go: wait for scripts/go.sh"
 await_background "$go_pid" "$go_log" "the Go steps"
 
@@ -140,11 +148,18 @@ step "end to end: wait for the provisioning, start a control plane, an OCI regis
 await_background "$provision_pid" "$provision_log" \
   "provisioning the control plane, the node, the registry or the image"
 start_suite_infra
+trap 'stop_background; stop_suite_infra' EXIT
 
 step "end to end: wasm modules in the host shim against the real apiserver"
 run_e2e_suite
 
 step "behavioural parity: each scenario controller, native (kube 5.0) against wasm (kube-wasm)"
 run_parity_suite
+
+step "fuzz: wait for scripts/fuzz.sh (fails on any crash)"
+await_background "$fuzz_pid" "$fuzz_log" "fuzzing"
+
+step "the book: wait for scripts/book.sh check"
+await_background "$book_pid" "$book_log" "the book's build or link check"
 
 step "done"

@@ -58,11 +58,10 @@ timed() {
   time "$@"
 }
 
-# prune_build_caches provision|go|fuzz: on CI (CI=true), where a clone is built once, deletes
-# the build caches of what is already built and run — the control plane's and node's Go build
-# cache and the image's target folder (its OCI layout stays), the Go programs' build cache, or
-# the fuzz targets' build (corpus and artifacts stay) — so that the Rust builds after them
-# have the disk (a CI run failed with no space left on the device).
+# prune_build_caches provision|go: on CI (CI=true), where a clone is built once, deletes the
+# build caches of what is already built — the control plane's and node's Go build cache and
+# the image's target folder (its OCI layout stays), or the Go programs' build cache — so that
+# the Rust builds after them have the disk (a CI run failed with no space left on the device).
 # A warm machine keeps them: they make a rebuild after a pin or source change quick.
 prune_build_caches() {
   [[ ${CI:-} == true ]] || return 0
@@ -74,8 +73,7 @@ prune_build_caches() {
       find target/image -mindepth 1 -maxdepth 1 ! -path "$SUITE_IMAGE_LAYOUT" -exec rm -rf {} +
       ;;
     go) rm -rf "${GOCACHE_KUBE_WASM:-$cache/go-build}" ;;
-    fuzz) find fuzz/target -mindepth 1 -maxdepth 1 -type d ! -name corpus ! -name artifacts -exec rm -rf {} + ;;
-    *) echo "prune_build_caches: provision, go or fuzz, not $1" >&2; return 2 ;;
+    *) echo "prune_build_caches: provision or go, not $1" >&2; return 2 ;;
   esac
   echo "CI: pruned the $1 build caches, $(($(df --output=avail -B1M . | tail -n 1) - before)) MiB freed" >&2
 }
