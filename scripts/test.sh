@@ -55,6 +55,17 @@ await_background() {
   fi
 }
 
+# low_priority_job COMMAND…: becomes (exec) `time COMMAND` in a session and process group of
+# its own at nice 10; start it with `&`, and $! is the group to kill. setsid's new session
+# is one group to the kernel's autogroup scheduling (on by default), weighed against the
+# foreground's whatever its processes' nice values, so the job also sets its group's nice
+# (/proc/self/autogroup, where there is one): in a cold run without that, the Go end-to-end
+# tests took 406 s instead of 167 s. (Not nice 19: libFuzzer's per-input timeout counts wall
+# time, and a fuzzer starved for ten seconds would report a hang.)
+low_priority_job() {
+  exec setsid nice -n 10 bash -c '{ echo 10 >/proc/self/autogroup; } 2>/dev/null; time "$@"' bash "$@"
+}
+
 step "control plane, node, OCI registry and the host's image: made in the background while the Rust steps run"
 # kube-apiserver, kubectl and etcd are built from their Go module sources the first time
 # (control-plane/; about 4 minutes on 2 idle cores, then cached); the Rust build leaves cores
@@ -127,23 +138,16 @@ step "fuzz and the book, in the background at a low priority while the rest runs
 # Neither gates another step, and each builds in a folder of its own (fuzz/target, the book's
 # tools in ~/.cargo/bin), so they wait for no lock of the foreground's. Until here the
 # builds keep both cores busy; the end-to-end and parity suites leave about half of them idle
-# (they mostly wait for the apiserver), which these take, niced so that the suites go first.
-# setsid makes each a session of its own, which the kernel's autogroup scheduling (on by
-# default) weighs as one group against the foreground's whatever its processes' nice values,
-# so each also sets its group's nice (/proc/self/autogroup): in a cold run without that, the
-# Go end-to-end tests took 406 s instead of 167 s. (Not nice 19: libFuzzer's per-input
-# timeout counts wall time, and a fuzzer starved for ten seconds would report a hang.)
-# Fuzz: every target of fuzz/ for 20 s, failing on any crash. The book: its tools (mdBook and
+# (they mostly wait for the apiserver), which these take, at a low priority
+# (low_priority_job) so that the suites go first. Fuzz: every target of fuzz/ for 20 s, failing on any crash. The book: its tools (mdBook and
 # lychee, pinned versions, built once into ~/.cargo/bin), mdBook builds docs/ and lychee
 # checks every link inside it; its Rust code blocks ran with the unit tests above (doc tests
 # of docs/lib.rs).
 fuzz_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-fuzz.XXXXXX")
-setsid nice -n 10 bash -c '{ echo 10 >/proc/self/autogroup; } 2>/dev/null; time scripts/fuzz.sh' \
-  >"$fuzz_log" 2>&1 &
+low_priority_job scripts/fuzz.sh >"$fuzz_log" 2>&1 &
 fuzz_pid=$!
 book_log=$(mktemp "${TMPDIR:-/tmp}/kube-wasm-book.XXXXXX")
-setsid nice -n 10 bash -c '{ echo 10 >/proc/self/autogroup; } 2>/dev/null; time scripts/book.sh check' \
-  >"$book_log" 2>&1 &
+low_priority_job scripts/book.sh check >"$book_log" 2>&1 &
 book_pid=$!
 background_pids+=("$fuzz_pid" "$book_pid")
 
