@@ -2,9 +2,12 @@
 //!
 //! An entry's name is the SHA-256 of the engine's compatibility fingerprint
 //! ([`Engine::precompile_compatibility_hash`]: wasmtime version, target, compiler settings)
-//! and the host's [`PIPELINE`] followed by the SHA-256 of the wasm bytes. So a changed module,
-//! a changed engine configuration, another wasmtime version or another treatment of the
-//! bytes before compiling is a miss, never a wrong hit.
+//! and the host's [`PIPELINE`] followed by the SHA-256 of the wasm bytes compiled, or of
+//! whatever determines them ([`ModuleCache::load_or_compile_source`]: the host names a
+//! module by its bytes as it got them and the func-ref form chosen, so that finding its entry
+//! needs no rewrite of a large module). So a changed module, a changed engine configuration,
+//! another wasmtime version or another treatment of the bytes before compiling is a miss,
+//! never a wrong hit.
 //!
 //! # Trust model
 //!
@@ -193,7 +196,23 @@ impl ModuleCache {
         wasm: &[u8],
         precompile: impl FnOnce(&[u8]) -> wasmtime::Result<Vec<u8>>,
     ) -> wasmtime::Result<Deserialised> {
-        let name = entry_name(engine, wasm);
+        self.load_or_compile_source(engine, &Sha256::digest(wasm).into(), || precompile(wasm))
+    }
+
+    /// [`ModuleCache::load_or_compile`] for a module known by its `source` (a SHA-256 of
+    /// everything that determines the wasm `precompile` compiles) instead of its bytes: a hit
+    /// needs neither the wasm nor any work to make it. The caller guarantees that equal
+    /// sources compile equal wasm.
+    ///
+    /// # Errors
+    /// If `precompile` fails.
+    pub fn load_or_compile_source(
+        &self,
+        engine: &Engine,
+        source: &[u8; 32],
+        precompile: impl FnOnce() -> wasmtime::Result<Vec<u8>>,
+    ) -> wasmtime::Result<Deserialised> {
+        let name = source_entry_name(engine, source);
         let path = self.dir.join(format!("{name}.cwasm"));
         let tag_path = self.dir.join(format!("{name}.tag"));
         match self.open_entry(&name, &path, &tag_path) {
@@ -216,7 +235,7 @@ impl ModuleCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!("cannot read cache entry {}: {e}", path.display()),
         }
-        let artifact = precompile(wasm)?;
+        let artifact = precompile()?;
         match self.store_entry(&name, &path, &tag_path, &artifact) {
             Ok(()) => {
                 if let Ok(Some(stored)) = self.open_entry(&name, &path, &tag_path) {
@@ -367,11 +386,18 @@ impl ModuleCache {
 /// The entry name of `wasm` on `engine`: hex SHA-256 of (engine fingerprint ‖ [`PIPELINE`] ‖
 /// SHA-256(wasm)).
 pub fn entry_name(engine: &Engine, wasm: &[u8]) -> String {
+    source_entry_name(engine, &Sha256::digest(wasm).into())
+}
+
+/// The entry name of the module known by `source` on `engine` (see
+/// [`ModuleCache::load_or_compile_source`]): hex SHA-256 of (engine fingerprint ‖
+/// [`PIPELINE`] ‖ `source`).
+pub fn source_entry_name(engine: &Engine, source: &[u8; 32]) -> String {
     let mut fingerprint = Sha256Hasher(Sha256::new());
     std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut fingerprint);
     std::hash::Hash::hash(PIPELINE, &mut fingerprint);
     let mut name = fingerprint.0;
-    name.update(Sha256::digest(wasm));
+    name.update(source);
     hex::encode(name.finalize())
 }
 

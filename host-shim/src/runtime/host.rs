@@ -1,7 +1,6 @@
 //! The host: one wasmtime engine, one linker with WASI and the `kube_wasm_v1` imports, one
 //! upstream client, and the settings every module runs with.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -303,18 +302,25 @@ impl Host {
         &self.inner.upstream
     }
 
-    /// Compiles the module file at `path` under `name`. CPU-bound: call it from a blocking
-    /// thread for big modules.
+    /// Compiles the module file at `path` under `name` (see [`Host::load_bytes`]). The file
+    /// is first hashed as it is read, so a wasm this host has loaded already (under another
+    /// name) is not read into memory again; otherwise it is read once loads before it are
+    /// done, so that the host holds one module's bytes at a time. CPU-bound: call it from a
+    /// blocking thread for big modules.
     ///
     /// # Errors
     /// [`ModuleError::Compile`] if the file cannot be read or is not valid wasm.
     pub fn load_file(&self, name: &str, path: &Path) -> Result<LoadedModule, ModuleError> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| ModuleError::Compile(format!("{}: {e}", path.display())))?;
-        self.load_bytes(name, &bytes).map_err(|err| match err {
-            ModuleError::Compile(reason) => {
-                ModuleError::Compile(format!("{}: {reason}", path.display()))
-            }
+        let in_file =
+            |reason: String| ModuleError::Compile(format!("{}: {reason}", path.display()));
+        let digest = file_digest(path).map_err(|e| in_file(e.to_string()))?;
+        if let Some(known) = self.known(&digest, name) {
+            return Ok(known);
+        }
+        let _loading = self.loading();
+        let bytes = std::fs::read(path).map_err(|e| in_file(e.to_string()))?;
+        self.load_new(name, &bytes).map_err(|err| match err {
+            ModuleError::Compile(reason) => in_file(reason),
             other => other,
         })
     }
@@ -327,72 +333,120 @@ impl Host {
     /// modules").
     /// Before compiling, the module is checked and, if it can be suspended, rewritten to
     /// export its mutable globals ([`suspend::prepare()`]); with a cache, it is then compiled
-    /// in the form [`func_refs::plan`] gives (instrumented to profile the func refs it uses,
-    /// or ordered by its profile; as it is if that form does not compile). The cache is keyed
-    /// by the bytes compiled. CPU-bound on first use: call it from a blocking thread for big
-    /// modules.
+    /// in the form its [`func_refs::Choice`] gives (instrumented to profile the func refs it
+    /// uses, or ordered by its profile; as it is if that form does not compile). The cache
+    /// entry is named by the bytes given and that choice, so a cached module is found without
+    /// either rewrite (the module is only checked): loading a large module from the cache
+    /// holds no copy of it but `bytes`. CPU-bound on first use: call it from a blocking
+    /// thread for big modules.
     ///
     /// # Errors
     /// [`ModuleError::Compile`] if the bytes are not valid wasm.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<LoadedModule, ModuleError> {
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(known) = self.compiled().get(&digest) {
-            return Ok(known.named(name, ModuleOptions::default()));
+        if let Some(known) = self.known(&Sha256::digest(bytes).into(), name) {
+            return Ok(known);
         }
-        let inner = &self.inner;
-        let _loading = inner
+        let _loading = self.loading();
+        self.load_new(name, bytes)
+    }
+
+    /// The module of the wasm with SHA-256 `digest`, under `name`, if this host has it.
+    fn known(&self, digest: &[u8; 32], name: &str) -> Option<LoadedModule> {
+        let compiled = self.compiled();
+        Some(compiled.get(digest)?.named(name, ModuleOptions::default()))
+    }
+
+    /// Held while a module is read and compiled: one at a time.
+    fn loading(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.inner
             .loading
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(known) = self.compiled().get(&digest) {
-            return Ok(known.named(name, ModuleOptions::default()));
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// [`Host::load_bytes`] with the loading lock held.
+    fn load_new(&self, name: &str, bytes: &[u8]) -> Result<LoadedModule, ModuleError> {
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        if let Some(known) = self.known(&digest, name) {
+            return Ok(known);
         }
-        let prepared = suspend::prepare(bytes);
+        let inner = &self.inner;
+        let checked = suspend::check(bytes);
+        let suspendable = checked.suspendable.clone();
         let (engine, compiler, pool) =
             (&inner.engine, &inner.settings.compiler, inner.settings.pool);
+        let precompile = |wasm: &[u8]| compiler.precompile(engine, pool, wasm);
         let (ready, profile) = match &inner.cache {
             Some(cache) => {
-                let compile = |wasm: &[u8]| {
-                    cache.load_or_compile(engine, wasm, |wasm| {
-                        compiler.precompile(engine, pool, wasm)
+                use func_refs::Choice;
+                let module_name = hex::encode(digest);
+                let choice = if inner.settings.func_ref_profile {
+                    Choice::of(cache, &module_name)
+                } else {
+                    Choice::AsIs
+                };
+                let source = |choice: &Choice| {
+                    let mut source = Sha256::new();
+                    source.update(digest);
+                    source.update(choice.key());
+                    source.finalize().into()
+                };
+                // The module as `prepare` rewrites it: made at most once, and only if a
+                // compile or the instrumented form needs it.
+                let prepared = std::cell::OnceCell::new();
+                let prepared = || prepared.get_or_init(|| checked.wasm());
+                let as_is = || {
+                    cache.load_or_compile_source(engine, &source(&Choice::AsIs), || {
+                        precompile(prepared())
                     })
                 };
-                let plan = if inner.settings.func_ref_profile {
-                    func_refs::plan(cache, &prepared.wasm)
-                } else {
-                    func_refs::as_is(&prepared.wasm)
-                };
-                let rewritten = matches!(plan.wasm, Cow::Owned(_));
-                match compile(&plan.wasm) {
-                    Ok(ready) => (Ok(ready), plan.profile),
-                    // A rewrite that does not compile: compiled as it is, so that an error
-                    // is about the author's bytes.
-                    Err(err) if rewritten => {
-                        tracing::debug!(
-                            module = name,
-                            "its func-ref rewrite does not compile ({err:?}); compiling it as it is"
-                        );
-                        (compile(&prepared.wasm), None)
+                // The instrumented form is made before the cache is asked: its profile needs
+                // the slots the rewrite counts. The ordered form only if its entry is missing.
+                let instrumented = (choice == Choice::Instrument)
+                    .then(|| choice.plan(cache, &module_name, prepared()));
+                match instrumented {
+                    _ if choice == Choice::AsIs => (as_is(), None),
+                    Some(plan) if plan.profile.is_none() => (as_is(), None),
+                    instrumented => {
+                        let ready = cache.load_or_compile_source(engine, &source(&choice), || {
+                            match &instrumented {
+                                Some(plan) => precompile(&plan.wasm),
+                                None => {
+                                    precompile(&choice.plan(cache, &module_name, prepared()).wasm)
+                                }
+                            }
+                        });
+                        match ready {
+                            Ok(ready) => (Ok(ready), instrumented.and_then(|plan| plan.profile)),
+                            // A rewrite that does not compile: compiled as it is, so that an
+                            // error is about the author's bytes.
+                            Err(err) => {
+                                tracing::debug!(
+                                    module = name,
+                                    "its func-ref rewrite does not compile ({err:?}); compiling it as it is"
+                                );
+                                (as_is(), None)
+                            }
+                        }
                     }
-                    Err(err) => (Err(err), None),
                 }
             }
             None => (
                 compiler
-                    .module(engine, pool, &prepared.wasm)
+                    .module(engine, pool, &checked.wasm())
                     .map(Deserialised::compiled),
                 None,
             ),
         };
         let ready = ready.map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
-        tracing::debug!(module = name, source = ?ready.source, suspendable = ?prepared.suspendable, profiling = profile.is_some(), "module ready");
+        tracing::debug!(module = name, source = ?ready.source, suspendable = ?suspendable, profiling = profile.is_some(), "module ready");
         let loaded = LoadedModule::new(
             name,
             engine,
             &ready.module,
             ready.file,
             &inner.linker,
-            prepared.suspendable,
+            suspendable,
             profile,
         );
         self.compiled().insert(digest, loaded.clone());
@@ -431,6 +485,20 @@ impl Host {
             pressure: &inner.pressure,
         };
         module::run_module(&cx, module, stop).await
+    }
+}
+
+/// The SHA-256 of the file at `path`, read 64 KiB at a time.
+fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut digest = Sha256::new();
+    let mut buffer = vec![0; 64 << 10];
+    loop {
+        match file.read(&mut buffer)? {
+            0 => return Ok(digest.finalize().into()),
+            n => digest.update(&buffer[..n]),
+        }
     }
 }
 

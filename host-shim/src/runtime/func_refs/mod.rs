@@ -9,8 +9,8 @@
 //! them private and resident in every instance. Numbered first, those few fit on one.
 //!
 //! Which functions those are depends on the module and is found by running it: with a cache
-//! folder (where the profile is kept, beside the compiled module), [`plan`] compiles a
-//! module with no profile yet from its instrumented form ([`instrument`]), whose instances
+//! folder (where the profile is kept, beside the compiled module, named by the module's
+//! SHA-256), the host compiles a module with no profile yet ([`Choice`]) from its instrumented form ([`instrument`]), whose instances
 //! report every slot they call through into a shared [`FuncRefProfile`]; once written, the
 //! profile's functions are declared before the module's element segments ([`order`]) in
 //! every later compile of the same wasm — from the next host on, as the module's next load
@@ -52,33 +52,71 @@ pub fn as_is(wasm: &[u8]) -> Plan<'_> {
     }
 }
 
-/// The plan for compiling `wasm` with profiles kept in `cache` (see the module docs): ordered
-/// if `cache` holds its profile, else instrumented, else (a module neither rewrite applies
-/// to) as it is. Parses and re-encodes the module: CPU-bound, call from a blocking thread.
-pub fn plan<'a>(cache: &ModuleCache, wasm: &'a [u8]) -> Plan<'a> {
-    let name = hex::encode(Sha256::digest(wasm));
-    match profile::read(cache, &name) {
-        Ok(Some(slots)) => match order::ordered(wasm, &slots) {
-            Some(ordered) => Plan {
-                wasm: Cow::Owned(ordered),
-                profile: None,
+/// Which form of a module to compile, as far as it can be told without rewriting it: as it
+/// is, ordered by these profiled slots, or instrumented to make a profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// As it is.
+    AsIs,
+    /// Ordered by its profile: these slots first.
+    Ordered(Vec<u32>),
+    /// Instrumented, its profile kept under the module's name.
+    Instrument,
+}
+
+impl Choice {
+    /// What `cache` says for the module named `name` (the hex SHA-256 of its wasm as the
+    /// host got it): ordered if it holds its profile, else instrumented (as it is if the
+    /// profile cannot be read).
+    pub fn of(cache: &ModuleCache, name: &str) -> Self {
+        match profile::read(cache, name) {
+            Ok(Some(slots)) => Choice::Ordered(slots),
+            Ok(None) => Choice::Instrument,
+            Err(e) => {
+                tracing::warn!("cannot read the func-ref profile {name}: {e}");
+                Choice::AsIs
+            }
+        }
+    }
+
+    /// The bytes that, with the module's own, determine what this choice compiles: a
+    /// rewrite is a function of the module and these.
+    pub fn key(&self) -> Vec<u8> {
+        match self {
+            Choice::AsIs => b"as-is".to_vec(),
+            Choice::Instrument => b"instrumented".to_vec(),
+            Choice::Ordered(slots) => {
+                let mut key = b"ordered:".to_vec();
+                key.extend(Sha256::digest(profile::encode(slots)));
+                key
+            }
+        }
+    }
+
+    /// The plan for `wasm` (the module named `name`, see [`Choice::of`]): ordered or
+    /// instrumented as chosen, as it is where that rewrite does not apply. Parses and
+    /// re-encodes the module: CPU-bound, call from a blocking thread.
+    pub fn plan<'a>(&self, cache: &ModuleCache, name: &str, wasm: &'a [u8]) -> Plan<'a> {
+        match self {
+            Choice::AsIs => as_is(wasm),
+            Choice::Ordered(slots) => match order::ordered(wasm, slots) {
+                Some(ordered) => Plan {
+                    wasm: Cow::Owned(ordered),
+                    profile: None,
+                },
+                None => as_is(wasm),
             },
-            None => as_is(wasm),
-        },
-        Ok(None) => match instrument::instrument(wasm) {
-            Some(instrumented) => Plan {
-                wasm: Cow::Owned(instrumented.wasm),
-                profile: Some(Arc::new(FuncRefProfile::new(
-                    cache.clone(),
-                    name,
-                    instrumented.table_slots,
-                ))),
+            Choice::Instrument => match instrument::instrument(wasm) {
+                Some(instrumented) => Plan {
+                    wasm: Cow::Owned(instrumented.wasm),
+                    profile: Some(Arc::new(FuncRefProfile::new(
+                        cache.clone(),
+                        name.to_owned(),
+                        instrumented.table_slots,
+                    ))),
+                },
+                None => as_is(wasm),
             },
-            None => as_is(wasm),
-        },
-        Err(e) => {
-            tracing::warn!("cannot read the func-ref profile {name}: {e}");
-            as_is(wasm)
         }
     }
 }

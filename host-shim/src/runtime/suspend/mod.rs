@@ -58,7 +58,7 @@ use wasmtime::{AsContextMut, Instance, Val};
 pub use cost::SuspendCost;
 pub use image::ImageDigest;
 pub use policy::{IdleThreshold, ResumeAhead, SuspendPolicy};
-pub use prepare::{Prepared, SnapshotLayout, Suspendable, prepare};
+pub use prepare::{Checked, Prepared, SnapshotLayout, Suspendable, check, prepare};
 pub use pressure::MemoryPressure;
 
 use crate::runtime::abi::memory::MEMORY_EXPORT;

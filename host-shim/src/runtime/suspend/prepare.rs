@@ -78,9 +78,59 @@ pub struct Prepared<'a> {
 /// globals. Never fails: bytes that are not a valid module are returned unchanged (compiling
 /// them reports the problem) with [`Suspendable::No`].
 pub fn prepare(wasm: &[u8]) -> Prepared<'_> {
-    let unchanged = |why: String| Prepared {
-        wasm: Cow::Borrowed(wasm),
+    let checked = check(wasm);
+    Prepared {
+        suspendable: checked.suspendable.clone(),
+        wasm: checked.wasm(),
+    }
+}
+
+/// A module checked by [`check`]: whether it can be suspended, and the rewrite [`prepare`]
+/// makes of it, not yet made.
+#[derive(Debug)]
+pub struct Checked<'a> {
+    wasm: &'a [u8],
+    /// Whether instances of it can be suspended.
+    pub suspendable: Suspendable,
+    /// The rewrite, if one is needed: every section's id and content range, in order, and
+    /// the export section's range and new content.
+    rewrite: Option<Rewrite>,
+}
+
+#[derive(Debug)]
+struct Rewrite {
+    sections: Vec<(u8, Range<usize>)>,
+    export_section: Range<usize>,
+    exports: Vec<u8>,
+}
+
+impl<'a> Checked<'a> {
+    /// The wasm [`prepare`] gives: the module with its mutable globals exported, or its
+    /// bytes as they are. Copies the module (once) when it has to be rewritten.
+    pub fn wasm(&self) -> Cow<'a, [u8]> {
+        let Some(rewrite) = &self.rewrite else {
+            return Cow::Borrowed(self.wasm);
+        };
+        let mut module = wasm_encoder::Module::new();
+        for (id, range) in &rewrite.sections {
+            let data = if *range == rewrite.export_section {
+                &rewrite.exports
+            } else {
+                &self.wasm[range.clone()]
+            };
+            module.section(&RawSection { id: *id, data });
+        }
+        Cow::Owned(module.finish())
+    }
+}
+
+/// What [`prepare`] finds out about `wasm` without copying it: whether it can be suspended,
+/// and the export section it would get. One pass over the module.
+pub fn check(wasm: &[u8]) -> Checked<'_> {
+    let unchanged = |why: String| Checked {
+        wasm,
         suspendable: Suspendable::No(why),
+        rewrite: None,
     };
     let scan = match scan(wasm) {
         Ok(Ok(scan)) => scan,
@@ -115,35 +165,27 @@ pub fn prepare(wasm: &[u8]) -> Prepared<'_> {
         image: scan.image(),
     });
     if added.is_empty() {
-        return Prepared {
-            wasm: Cow::Borrowed(wasm),
+        return Checked {
+            wasm,
             suspendable: Suspendable::Yes(layout),
+            rewrite: None,
         };
     }
-    let Some(export_range) = scan.export_section.clone() else {
+    let Some(export_section) = scan.export_section.clone() else {
         return unchanged("it has no export section".into());
     };
-    let exports = match extend_exports(&wasm[export_range], &added) {
+    let exports = match extend_exports(&wasm[export_section.clone()], &added) {
         Ok(data) => data,
         Err(e) => return unchanged(format!("its export section could not be read ({e})")),
     };
-    let mut module = wasm_encoder::Module::new();
-    for (id, range) in &scan.sections {
-        if Some(range) == scan.export_section.as_ref() {
-            module.section(&RawSection {
-                id: *id,
-                data: &exports,
-            });
-        } else {
-            module.section(&RawSection {
-                id: *id,
-                data: &wasm[range.clone()],
-            });
-        }
-    }
-    Prepared {
-        wasm: Cow::Owned(module.finish()),
+    Checked {
+        wasm,
         suspendable: Suspendable::Yes(layout),
+        rewrite: Some(Rewrite {
+            sections: scan.sections,
+            export_section,
+            exports,
+        }),
     }
 }
 
