@@ -25,6 +25,10 @@
 //!   again and overwritten. Entries are only ever written to a private temporary file and
 //!   renamed into place, so a file once mapped never changes under the host.
 //!
+//! Records ([`ModuleCache::write_record`]) are small files that what the host does depends
+//! on — what a module's load-time check found ([`crate::runtime::suspend::check_record`]) —
+//! written and tagged like entries (`<name>.record`, `<name>.record-tag`).
+//!
 //! Other files may be kept beside the entries ([`ModuleCache::write_beside`]), written in the
 //! same way but carrying no tag: the func-ref profiles of modules
 //! ([`crate::runtime::func_refs`]), which only choose the order of a module's func refs,
@@ -252,6 +256,43 @@ impl ModuleCache {
         // SAFETY: `precompile` is this host's compiler, and the artifact never left memory.
         let module = unsafe { Module::deserialize(engine, &artifact) }?;
         Ok(Deserialised::compiled(module))
+    }
+
+    /// The record `name` (see [`ModuleCache::write_record`]), if it exists, is at most
+    /// `max_bytes` long and carries this cache's tag; `Ok(None)` otherwise.
+    ///
+    /// # Errors
+    /// If the record exists but cannot be read.
+    pub fn read_record(&self, name: &str, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+        let (path, tag_path) = self.record_paths(name)?;
+        let file = match self.open_entry(name, &path, &tag_path) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        file.take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)?;
+        Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+    }
+
+    /// Keeps `bytes` as the record `name` (a plain file name): a small file that what the
+    /// host does depends on, written and tagged like an entry (`<name>.record` and
+    /// `<name>.record-tag`).
+    ///
+    /// # Errors
+    /// If `name` is not a plain file name or the files cannot be written.
+    pub fn write_record(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        let (path, tag_path) = self.record_paths(name)?;
+        self.store_entry(name, &path, &tag_path, bytes)
+    }
+
+    fn record_paths(&self, name: &str) -> io::Result<(PathBuf, PathBuf)> {
+        Ok((
+            self.beside(&format!("{name}.record"))?,
+            self.beside(&format!("{name}.record-tag"))?,
+        ))
     }
 
     /// The file `file_name` kept beside the entries (see the module docs), if it exists and

@@ -304,8 +304,9 @@ impl Host {
 
     /// Compiles the module file at `path` under `name` (see [`Host::load_bytes`]). The file
     /// is first hashed as it is read, so a wasm this host has loaded already (under another
-    /// name) is not read into memory again; otherwise it is read once loads before it are
-    /// done, so that the host holds one module's bytes at a time. CPU-bound: call it from a
+    /// name) is not read into memory again, nor one whose check and compiled form the cache
+    /// holds ([`suspend::check_record`]); otherwise it is read once loads before it are done,
+    /// so that the host holds one module's bytes at a time. CPU-bound: call it from a
     /// blocking thread for big modules.
     ///
     /// # Errors
@@ -318,11 +319,66 @@ impl Host {
             return Ok(known);
         }
         let _loading = self.loading();
+        let read_as_hashed = || {
+            let bytes = std::fs::read(path).map_err(|e| wasmtime::format_err!("{e}"))?;
+            if <[u8; 32]>::from(Sha256::digest(&bytes)) != digest {
+                return Err(wasmtime::format_err!(
+                    "the file changed while it was loaded"
+                ));
+            }
+            Ok(bytes)
+        };
+        if let Some(loaded) = self.load_recorded(name, digest, &read_as_hashed) {
+            return Ok(loaded);
+        }
         let bytes = std::fs::read(path).map_err(|e| in_file(e.to_string()))?;
         self.load_new(name, &bytes).map_err(|err| match err {
             ModuleError::Compile(reason) => in_file(reason),
             other => other,
         })
+    }
+
+    /// The module of the wasm with SHA-256 `digest` from the cache without its bytes: if the
+    /// cache holds the record of its check ([`suspend::check_record`]) and its entry in the
+    /// form its func-ref choice names (not the instrumented one, whose profile needs the
+    /// rewrite). `read` gives the bytes if the entry is missing and has to be compiled.
+    /// `None` if any of that fails: the caller loads the module from its bytes.
+    fn load_recorded(
+        &self,
+        name: &str,
+        digest: [u8; 32],
+        read: &dyn Fn() -> wasmtime::Result<Vec<u8>>,
+    ) -> Option<LoadedModule> {
+        let inner = &self.inner;
+        let cache = inner.cache.as_ref()?;
+        let module_name = hex::encode(digest);
+        let choice = if inner.settings.func_ref_profile {
+            func_refs::Choice::of(cache, &module_name)
+        } else {
+            func_refs::Choice::AsIs
+        };
+        if choice == func_refs::Choice::Instrument {
+            return None;
+        }
+        let suspendable = suspend::check_record::read(cache, &digest)?;
+        let (engine, compiler, pool) =
+            (&inner.engine, &inner.settings.compiler, inner.settings.pool);
+        let ready = cache.load_or_compile_source(engine, &source(digest, &choice), || {
+            let bytes = read()?;
+            let prepared = suspend::check(&bytes).wasm();
+            let plan = choice.plan(cache, &module_name, &prepared);
+            compiler.precompile(engine, pool, &plan.wasm)
+        });
+        match ready {
+            Ok(ready) => Some(self.register(name, digest, ready, suspendable, None)),
+            Err(err) => {
+                tracing::debug!(
+                    module = name,
+                    "compiling it from its record failed ({err:?}); loading it from its bytes"
+                );
+                None
+            }
+        }
     }
 
     /// The module for wasm `bytes`, under `name` with default [`ModuleOptions`]. Each
@@ -385,12 +441,7 @@ impl Host {
                 } else {
                     Choice::AsIs
                 };
-                let source = |choice: &Choice| {
-                    let mut source = Sha256::new();
-                    source.update(digest);
-                    source.update(choice.key());
-                    source.finalize().into()
-                };
+                let source = |choice: &Choice| source(digest, choice);
                 // The module as `prepare` rewrites it: made at most once, and only if a
                 // compile or the instrumented form needs it.
                 let prepared = std::cell::OnceCell::new();
@@ -439,10 +490,27 @@ impl Host {
             ),
         };
         let ready = ready.map_err(|e| ModuleError::Compile(format!("{e:?}")))?;
+        if let Some(cache) = &inner.cache {
+            suspend::check_record::write(cache, &digest, &suspendable);
+        }
+        Ok(self.register(name, digest, ready, suspendable, profile))
+    }
+
+    /// The module `ready` (the wasm with SHA-256 `digest`), pre-instantiated under `name`
+    /// and kept for later loads of the same wasm.
+    fn register(
+        &self,
+        name: &str,
+        digest: [u8; 32],
+        ready: Deserialised,
+        suspendable: suspend::Suspendable,
+        profile: Option<Arc<func_refs::FuncRefProfile>>,
+    ) -> LoadedModule {
+        let inner = &self.inner;
         tracing::debug!(module = name, source = ?ready.source, suspendable = ?suspendable, profiling = profile.is_some(), "module ready");
         let loaded = LoadedModule::new(
             name,
-            engine,
+            &inner.engine,
             &ready.module,
             ready.file,
             &inner.linker,
@@ -450,7 +518,7 @@ impl Host {
             profile,
         );
         self.compiled().insert(digest, loaded.clone());
-        Ok(loaded)
+        loaded
     }
 
     fn compiled(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], LoadedModule>> {
@@ -486,6 +554,15 @@ impl Host {
         };
         module::run_module(&cx, module, stop).await
     }
+}
+
+/// What names the compiled form of the wasm with SHA-256 `digest` in the cache: the
+/// digest and the func-ref choice (see [`ModuleCache::load_or_compile_source`]).
+fn source(digest: [u8; 32], choice: &func_refs::Choice) -> [u8; 32] {
+    let mut source = Sha256::new();
+    source.update(digest);
+    source.update(choice.key());
+    source.finalize().into()
 }
 
 /// The SHA-256 of the file at `path`, read 64 KiB at a time.

@@ -74,6 +74,19 @@ impl ImageDigest {
         self.chunks.len()
     }
 
+    /// The `(chunk index, hash)` pairs, by increasing index.
+    pub fn hashes(&self) -> &[(u64, u128)] {
+        &self.chunks
+    }
+
+    /// The digest of these [`ImageDigest::hashes`]; `None` unless their indices increase.
+    pub fn from_hashes(chunks: Vec<(u64, u128)>) -> Option<Self> {
+        chunks
+            .windows(2)
+            .all(|pair| pair[0].0 < pair[1].0)
+            .then_some(Self { chunks })
+    }
+
     /// A walk comparing a memory's chunks with this image, in increasing chunk order.
     pub(super) fn walk(&self) -> Walk<'_> {
         Walk {

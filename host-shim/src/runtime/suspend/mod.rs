@@ -41,6 +41,7 @@
 //! [ahead](ResumeAhead) of the earliest. Under [memory pressure](pressure) (the host's
 //! cgroup nearly at its limit) an idle module is suspended at once.
 
+pub mod check_record;
 pub mod cost;
 pub mod image;
 pub mod policy;
