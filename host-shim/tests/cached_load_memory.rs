@@ -7,13 +7,9 @@
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{
-    Guest, cache_dir, files_with_extension as files, idle_upstream, runs_to_exit, test_settings,
-};
-use host_shim::{Host, Settings};
+use common::{Guest, cache_dir, files_with_extension as files, host_with_cache, runs_to_exit};
 
 /// The system allocator, counting the bytes allocated now and the most since the last
 /// [`Counting::reset_peak`].
@@ -88,32 +84,13 @@ fn large_guest() -> Vec<u8> {
       (func $f1 (result i32) (i32.const 1))"#
         .into();
     let mut wasm = guest.wasm();
-    let name = b"bulk";
-    let mut payload = vec![u8::try_from(name.len()).expect("short name")];
-    payload.extend_from_slice(name);
-    payload.resize(payload.len() + BULK, 0xa5);
-    wasm.push(0);
-    let mut size = u32::try_from(payload.len()).expect("fits");
-    loop {
-        let byte = (size & 0x7f) as u8;
-        size >>= 7;
-        if size == 0 {
-            wasm.push(byte);
-            break;
-        }
-        wasm.push(byte | 0x80);
-    }
-    wasm.extend(payload);
-    wasm
-}
-
-fn host(cache: &Path) -> Host {
-    let (settings, _) = test_settings();
-    let settings = Settings {
-        cache_dir: Some(cache.to_owned()),
-        ..settings
+    let bulk = wasm_encoder::CustomSection {
+        name: "bulk".into(),
+        data: vec![0xa5; BULK].into(),
     };
-    Host::new(idle_upstream(), settings).expect("host")
+    wasm.push(wasm_encoder::Section::id(&bulk));
+    wasm_encoder::Encode::encode(&bulk, &mut wasm);
+    wasm
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,16 +103,16 @@ async fn a_cached_module_is_loaded_without_its_bytes_in_memory() {
 
     // The first host runs the instrumented form and writes the func-ref profile; the next
     // compiles the ordered form; the third finds it in the cache.
-    let first = host(cache.path());
+    let first = host_with_cache(cache.path());
     let module = first.load_file("m", &file).expect("loads");
     assert!(module.func_ref_profile().is_some(), "profiled");
     runs_to_exit(&first, module).await;
-    let second = host(cache.path());
+    let second = host_with_cache(cache.path());
     let module = second.load_file("m", &file).expect("loads");
     assert!(module.func_ref_profile().is_none(), "ordered");
     drop(module);
 
-    let third = host(cache.path());
+    let third = host_with_cache(cache.path());
     let before = Counting::reset_peak();
     let module = third.load_file("m", &file).expect("loads");
     let peak = PEAK.load(Ordering::SeqCst) - before;
@@ -151,7 +128,7 @@ async fn a_cached_module_is_loaded_without_its_bytes_in_memory() {
     for record in files(cache.path(), "record") {
         std::fs::write(record, b"{\"No\":\"forged\"}").expect("overwrite");
     }
-    let fourth = host(cache.path());
+    let fourth = host_with_cache(cache.path());
     let before = Counting::reset_peak();
     let module = fourth.load_file("m", &file).expect("loads");
     let peak = PEAK.load(Ordering::SeqCst) - before;

@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::{
-    Guest, cache_dir, files_with_extension as files, idle_upstream, runs_to_exit, test_settings,
+    Guest, cache_dir, files_with_extension as files, host_with_cache, idle_upstream, runs_to_exit,
+    test_settings,
 };
+use host_shim::Host;
 use host_shim::runtime::func_refs::profile::HEADER;
-use host_shim::{Host, Settings};
 
 /// A guest that calls through slots 1 and 3 of its four-slot table (twice through 3), then
 /// exits at its delay's completion.
@@ -34,21 +33,12 @@ fn calling_guest() -> Vec<u8> {
     guest.wasm()
 }
 
-fn host(cache: &Path) -> Host {
-    let (settings, _) = test_settings();
-    let settings = Settings {
-        cache_dir: Some(cache.to_owned()),
-        ..settings
-    };
-    Host::new(idle_upstream(), settings).expect("host")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_run_profiles_and_the_next_host_runs_the_ordered_module() {
     let cache = cache_dir();
     let wasm = calling_guest();
 
-    let first = host(cache.path());
+    let first = host_with_cache(cache.path());
     let module = first.load_bytes("m", &wasm).expect("loads");
     let profile = module.func_ref_profile().expect("profiled").clone();
     assert!(!profile.is_written());
@@ -68,7 +58,7 @@ async fn the_first_run_profiles_and_the_next_host_runs_the_ordered_module() {
         "the instrumented form"
     );
 
-    let next = host(cache.path());
+    let next = host_with_cache(cache.path());
     let module = next.load_bytes("m", &wasm).expect("loads");
     assert!(module.func_ref_profile().is_none(), "ordered, not profiled");
     assert_eq!(
@@ -80,7 +70,7 @@ async fn the_first_run_profiles_and_the_next_host_runs_the_ordered_module() {
 
     // Not a profile: the module is profiled again, and the file made anew.
     std::fs::write(written, "garbage").expect("overwrite");
-    let again = host(cache.path());
+    let again = host_with_cache(cache.path());
     let module = again.load_bytes("m", &wasm).expect("loads");
     assert!(module.func_ref_profile().is_some(), "profiled again");
     runs_to_exit(&again, module).await;

@@ -271,10 +271,7 @@ impl ModuleCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let mut bytes = Vec::new();
-        file.take(max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)?;
-        Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+        read_at_most(file, max_bytes)
     }
 
     /// Keeps `bytes` as the record `name` (a plain file name): a small file that what the
@@ -307,10 +304,7 @@ impl ModuleCache {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let mut bytes = Vec::new();
-        file.take(max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)?;
-        Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+        read_at_most(file, max_bytes)
     }
 
     /// Writes `bytes` as the file `file_name` beside the entries, as entries are written
@@ -454,6 +448,14 @@ impl Hasher for Sha256Hasher {
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
+}
+
+/// All of `file` if it is at most `max_bytes` long; `None` if it is longer.
+fn read_at_most(file: File, max_bytes: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
 }
 
 fn read_or_make_key(path: &Path) -> io::Result<[u8; 32]> {

@@ -331,6 +331,17 @@ pub fn idle_upstream() -> Upstream {
     Upstream::new(client, "https://fake.invalid")
 }
 
+/// A host with [`test_settings`] and `cache` as its cache folder, against
+/// [`idle_upstream`].
+pub fn host_with_cache(cache: &std::path::Path) -> Host {
+    let (settings, _) = test_settings();
+    let settings = Settings {
+        cache_dir: Some(cache.to_owned()),
+        ..settings
+    };
+    Host::new(idle_upstream(), settings).expect("host")
+}
+
 /// Settings with captured output.
 pub fn test_settings() -> (Settings, Arc<Mutex<Vec<u8>>>) {
     let (output, buffer) = OutputTarget::capture();
