@@ -627,6 +627,9 @@ mod tests {
 
         cache.offer_seed(key("/c"), Bytes::from_static(b"12"));
         tokio::time::sleep(Duration::from_millis(250)).await;
+        // The expiry's timer (200 ms) is due before this one; on a busy machine both can be
+        // found due at once and this task woken first: one yield lets the expiry run.
+        tokio::task::yield_now().await;
         assert_eq!(cache.seed_bytes(), 0, "dropped at its age, untouched");
         assert_eq!(cache.take_seed(&key("/c")), None, "too old");
     }
