@@ -1,6 +1,7 @@
 //! The host: one wasmtime engine, one linker with WASI and the `kube_wasm_v1` imports, one
 //! upstream client, and the settings every module runs with.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use crate::runtime::cache::{Deserialised, ModuleCache};
 use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
-use crate::runtime::func_refs;
+use crate::runtime::func_refs::{self, Choice};
 use crate::runtime::instance_slots::InstanceSlots;
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
 use crate::runtime::module::{self, LoadedModule, ModuleContext};
@@ -319,6 +320,9 @@ impl Host {
             return Ok(known);
         }
         let _loading = self.loading();
+        if let Some(known) = self.known(&digest, name) {
+            return Ok(known);
+        }
         let read_as_hashed = || {
             let bytes = std::fs::read(path).map_err(|e| wasmtime::format_err!("{e}"))?;
             if <[u8; 32]>::from(Sha256::digest(&bytes)) != digest {
@@ -326,7 +330,7 @@ impl Host {
                     "the file changed while it was loaded"
                 ));
             }
-            Ok(bytes)
+            Ok(Cow::Owned(bytes))
         };
         if let Some(loaded) = self.load_recorded(name, digest, &read_as_hashed) {
             return Ok(loaded);
@@ -343,33 +347,19 @@ impl Host {
     /// form its func-ref choice names (not the instrumented one, whose profile needs the
     /// rewrite). `read` gives the bytes if the entry is missing and has to be compiled.
     /// `None` if any of that fails: the caller loads the module from its bytes.
-    fn load_recorded(
+    fn load_recorded<'a>(
         &self,
         name: &str,
         digest: [u8; 32],
-        read: &dyn Fn() -> wasmtime::Result<Vec<u8>>,
+        read: &dyn Fn() -> wasmtime::Result<Cow<'a, [u8]>>,
     ) -> Option<LoadedModule> {
-        let inner = &self.inner;
-        let cache = inner.cache.as_ref()?;
-        let module_name = hex::encode(digest);
-        let choice = if inner.settings.func_ref_profile {
-            func_refs::Choice::of(cache, &module_name)
-        } else {
-            func_refs::Choice::AsIs
-        };
-        if choice == func_refs::Choice::Instrument {
+        let cache = self.inner.cache.as_ref()?;
+        let choice = self.func_ref_choice(cache, &digest);
+        if choice == Choice::Instrument {
             return None;
         }
         let suspendable = suspend::check_record::read(cache, &digest)?;
-        let (engine, compiler, pool) =
-            (&inner.engine, &inner.settings.compiler, inner.settings.pool);
-        let ready = cache.load_or_compile_source(engine, &source(digest, &choice), || {
-            let bytes = read()?;
-            let prepared = suspend::check(&bytes).wasm();
-            let plan = choice.plan(cache, &module_name, &prepared);
-            compiler.precompile(engine, pool, &plan.wasm)
-        });
-        match ready {
+        match self.compiled_form(cache, digest, &choice, read) {
             Ok(ready) => Some(self.register(name, digest, ready, suspendable, None)),
             Err(err) => {
                 tracing::debug!(
@@ -379,6 +369,37 @@ impl Host {
                 None
             }
         }
+    }
+
+    /// The func-ref form to compile the wasm with SHA-256 `digest` in: as it is unless the
+    /// host profiles func refs ([`Settings::func_ref_profile`]), else as `cache` says.
+    fn func_ref_choice(&self, cache: &ModuleCache, digest: &[u8; 32]) -> Choice {
+        if self.inner.settings.func_ref_profile {
+            Choice::of(cache, &hex::encode(digest))
+        } else {
+            Choice::AsIs
+        }
+    }
+
+    /// The wasm with SHA-256 `digest` compiled in the form `choice` names (not the
+    /// instrumented one, whose profile comes from its rewrite): from `cache`, or checked,
+    /// rewritten and compiled from `wasm()` (its bytes) if the entry is missing.
+    fn compiled_form<'a>(
+        &self,
+        cache: &ModuleCache,
+        digest: [u8; 32],
+        choice: &Choice,
+        wasm: &dyn Fn() -> wasmtime::Result<Cow<'a, [u8]>>,
+    ) -> wasmtime::Result<Deserialised> {
+        let inner = &self.inner;
+        let (engine, compiler, pool) =
+            (&inner.engine, &inner.settings.compiler, inner.settings.pool);
+        cache.load_or_compile_source(engine, &source(digest, choice), || {
+            let bytes = wasm()?;
+            let prepared = suspend::check(&bytes).wasm();
+            let plan = choice.plan(cache, &hex::encode(digest), &prepared);
+            compiler.precompile(engine, pool, &plan.wasm)
+        })
     }
 
     /// The module for wasm `bytes`, under `name` with default [`ModuleOptions`]. Each
@@ -431,55 +452,44 @@ impl Host {
         let suspendable = checked.suspendable.clone();
         let (engine, compiler, pool) =
             (&inner.engine, &inner.settings.compiler, inner.settings.pool);
-        let precompile = |wasm: &[u8]| compiler.precompile(engine, pool, wasm);
         let (ready, profile) = match &inner.cache {
             Some(cache) => {
-                use func_refs::Choice;
-                let module_name = hex::encode(digest);
-                let choice = if inner.settings.func_ref_profile {
-                    Choice::of(cache, &module_name)
-                } else {
-                    Choice::AsIs
-                };
-                let source = |choice: &Choice| source(digest, choice);
-                // The module as `prepare` rewrites it: made at most once, and only if a
-                // compile or the instrumented form needs it.
-                let prepared = std::cell::OnceCell::new();
-                let prepared = || prepared.get_or_init(|| checked.wasm());
-                let as_is = || {
-                    cache.load_or_compile_source(engine, &source(&Choice::AsIs), || {
-                        precompile(prepared())
-                    })
-                };
+                let choice = self.func_ref_choice(cache, &digest);
+                let original = || Ok(Cow::Borrowed(bytes));
+                let form = |choice: &Choice| self.compiled_form(cache, digest, choice, &original);
                 // The instrumented form is made before the cache is asked: its profile needs
-                // the slots the rewrite counts. The ordered form only if its entry is missing.
-                let instrumented = (choice == Choice::Instrument)
-                    .then(|| choice.plan(cache, &module_name, prepared()));
-                match instrumented {
-                    _ if choice == Choice::AsIs => (as_is(), None),
-                    Some(plan) if plan.profile.is_none() => (as_is(), None),
-                    instrumented => {
-                        let ready = cache.load_or_compile_source(engine, &source(&choice), || {
-                            match &instrumented {
-                                Some(plan) => precompile(&plan.wasm),
-                                None => {
-                                    precompile(&choice.plan(cache, &module_name, prepared()).wasm)
-                                }
-                            }
-                        });
-                        match ready {
-                            Ok(ready) => (Ok(ready), instrumented.and_then(|plan| plan.profile)),
-                            // A rewrite that does not compile: compiled as it is, so that an
-                            // error is about the author's bytes.
-                            Err(err) => {
-                                tracing::debug!(
-                                    module = name,
-                                    "its func-ref rewrite does not compile ({err:?}); compiling it as it is"
-                                );
-                                (as_is(), None)
-                            }
+                // the slots the rewrite counts.
+                let (ready, profile, rewritten) = match &choice {
+                    Choice::AsIs => (form(&choice), None, false),
+                    Choice::Ordered(_) => (form(&choice), None, true),
+                    Choice::Instrument => {
+                        let prepared = checked.wasm();
+                        let plan = choice.plan(cache, &hex::encode(digest), &prepared);
+                        match plan.profile {
+                            Some(profile) => (
+                                cache.load_or_compile_source(
+                                    engine,
+                                    &source(digest, &choice),
+                                    || compiler.precompile(engine, pool, &plan.wasm),
+                                ),
+                                Some(profile),
+                                true,
+                            ),
+                            None => (form(&Choice::AsIs), None, false),
                         }
                     }
+                };
+                match ready {
+                    // A rewrite that does not compile: compiled as it is, so that an error
+                    // is about the author's bytes.
+                    Err(err) if rewritten => {
+                        tracing::debug!(
+                            module = name,
+                            "its func-ref rewrite does not compile ({err:?}); compiling it as it is"
+                        );
+                        (form(&Choice::AsIs), None)
+                    }
+                    ready => (ready, profile),
                 }
             }
             None => (
@@ -565,18 +575,11 @@ fn source(digest: [u8; 32], choice: &func_refs::Choice) -> [u8; 32] {
     source.finalize().into()
 }
 
-/// The SHA-256 of the file at `path`, read 64 KiB at a time.
+/// The SHA-256 of the file at `path`, hashed as it is read.
 fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
-    use std::io::Read as _;
-    let mut file = std::fs::File::open(path)?;
     let mut digest = Sha256::new();
-    let mut buffer = vec![0; 64 << 10];
-    loop {
-        match file.read(&mut buffer)? {
-            0 => return Ok(digest.finalize().into()),
-            n => digest.update(&buffer[..n]),
-        }
-    }
+    std::io::copy(&mut std::fs::File::open(path)?, &mut digest)?;
+    Ok(digest.finalize().into())
 }
 
 #[cfg(test)]

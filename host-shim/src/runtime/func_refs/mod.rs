@@ -10,9 +10,10 @@
 //!
 //! Which functions those are depends on the module and is found by running it: with a cache
 //! folder (where the profile is kept, beside the compiled module, named by the module's
-//! SHA-256), the host compiles a module with no profile yet ([`Choice`]) from its instrumented form ([`instrument`]), whose instances
-//! report every slot they call through into a shared [`FuncRefProfile`]; once written, the
-//! profile's functions are declared before the module's element segments ([`order`]) in
+//! SHA-256), the host compiles a module with no profile yet ([`Choice`]) from its
+//! instrumented form ([`instrument`]), whose instances report every slot they call through
+//! into a shared [`FuncRefProfile`]; once written, the profile's functions are declared
+//! before the module's element segments ([`order`]) in
 //! every later compile of the same wasm — from the next host on, as the module's next load
 //! finds the profile. Neither rewrite changes what the module does: the instrumented form
 //! only calls one more import, and the ordered form declares functions, which puts nothing

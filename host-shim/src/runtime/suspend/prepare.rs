@@ -92,15 +92,18 @@ pub struct Checked<'a> {
     wasm: &'a [u8],
     /// Whether instances of it can be suspended.
     pub suspendable: Suspendable,
-    /// The rewrite, if one is needed: every section's id and content range, in order, and
-    /// the export section's range and new content.
+    /// The rewrite, if one is needed.
     rewrite: Option<Rewrite>,
 }
 
+/// The module's sections with a new export section.
 #[derive(Debug)]
 struct Rewrite {
+    /// Every section's id and content range, in order.
     sections: Vec<(u8, Range<usize>)>,
+    /// The export section's content range.
     export_section: Range<usize>,
+    /// Its new content.
     exports: Vec<u8>,
 }
 
