@@ -6,7 +6,8 @@
 # same report into the book (docs/src/benchmarks/): commit it with the change it measures.
 #
 #   scripts/bench.sh [--quick] [kube-wasm-bench options…]   (scripts/bench.sh --help for them)
-#   scripts/bench.sh --go       # only the Go workload (issue #43): writes go.md and go.json
+#   scripts/bench.sh --go       # only the Go workload (issue #43) and the Go fleet's memory
+#                               # budgets (--go-budget-n, root): writes go.md and go.json
 #   scripts/bench.sh --render [--soak-report SOAK.json]   # the book's report page and plots
 #                               # again from its report.json (with a soak run on its own)
 #   scripts/bench.sh --soak 60m [--soak-modules 1000] …   # first the chaos soak (scripts/soak.sh)

@@ -1,7 +1,7 @@
 //! The budget stage of a benchmark run (issue #44), in the order that keeps the most when a
 //! run is cut short: the memory levers under the budget first (they decide what the host
-//! keeps), then the idle CPU, then the edge fleet's budgets, then the mixed fleet's, then the
-//! ring's, each fleet's at every N, smallest first. A launch that fails is recorded in the
+//! keeps), then the idle CPU, then the edge fleet's budgets, then the Go fleet's, then the mixed
+//! fleet's, then the ring's, each fleet's at every N, smallest first. A launch that fails is recorded in the
 //! report ([`Measured::incomplete`]) and the stage goes on; the caller's checkpoint writes the
 //! report after every result, so a run stopped during the largest N still leaves every figure
 //! it finished.
@@ -23,7 +23,10 @@ pub struct BudgetPlan {
     pub edge_ns: Vec<usize>,
     /// Sizes of the mixed fleet's budgets (empty: none).
     pub mixed_ns: Vec<usize>,
-    /// The builds of every kind the edge and mixed fleets run (`None`: neither's budgets).
+    /// Sizes of the Go fleet's budgets (empty: none).
+    pub go_ns: Vec<usize>,
+    /// The builds of every kind the edge, Go and mixed fleets run (`None`: none of their
+    /// budgets).
     pub fleet_builds: Option<Builds>,
     /// Variants of the budgets and the idle CPU (native, wasm, wasm-suspend).
     pub variants: Vec<Variant>,
@@ -117,6 +120,7 @@ impl Bench {
         if let Some(builds) = &plan.fleet_builds {
             let fleets = [
                 (KindsFleet::Edge, &plan.edge_ns),
+                (KindsFleet::Go, &plan.go_ns),
                 (KindsFleet::Mixed, &plan.mixed_ns),
             ];
             for (fleet, ns) in fleets {

@@ -126,11 +126,40 @@ pub struct Setup {
 impl Setup {
     /// The manifest field of a suspended module: `suspend: {idleAfter: …, betweenTimers: …}`.
     pub fn suspend_field(&self) -> String {
+        self.suspend_field_costing(None)
+    }
+
+    /// [`Setup::suspend_field`] with `costFactor: <cost_factor>` when given (the host's
+    /// default otherwise).
+    pub fn suspend_field_costing(&self, cost_factor: Option<u32>) -> String {
+        let cost = cost_factor.map_or(String::new(), |c| format!(", costFactor: {c}"));
         format!(
-            "suspend: {{idleAfter: {}, betweenTimers: {}}}",
+            "suspend: {{idleAfter: {}, betweenTimers: {}{cost}}}",
             quote(&self.suspend_idle_after),
             self.suspend_between_timers
         )
+    }
+}
+
+#[cfg(test)]
+impl Setup {
+    /// Paths that are not there, `idleAfter: 2s`, and every lever on.
+    pub(crate) fn for_tests() -> Self {
+        Setup {
+            host_shim: "/h".into(),
+            ring_native: "/n".into(),
+            ring_wasm: "/r.wasm".into(),
+            kubeconfig: "/k".into(),
+            module_cache: "/c".into(),
+            suspend_idle_after: "2s".into(),
+            suspend_between_timers: true,
+            release_read_history: true,
+            func_ref_profile: true,
+            suspend_under_pressure: true,
+            release_idle_stacks: true,
+            compile_in_child: true,
+            http2: true,
+        }
     }
 }
 
@@ -589,21 +618,7 @@ mod tests {
 
     #[test]
     fn manifests_per_variant() {
-        let setup = Setup {
-            host_shim: "/h".into(),
-            ring_native: "/n".into(),
-            ring_wasm: "/r.wasm".into(),
-            kubeconfig: "/k".into(),
-            module_cache: "/c".into(),
-            suspend_idle_after: "2s".into(),
-            suspend_between_timers: true,
-            release_read_history: true,
-            func_ref_profile: true,
-            suspend_under_pressure: true,
-            release_idle_stacks: true,
-            compile_in_child: true,
-            http2: true,
-        };
+        let setup = Setup::for_tests();
         let links = [
             Link {
                 source: "a-0".into(),

@@ -18,7 +18,10 @@
 //!   processes against one host with N modules, resident and suspended — what a controller
 //!   costs once the host's own memory is shared, as a host runs them by the hundred;
 //! - a mixed fleet: the Go module with the Rust examples in one host, resident and
-//!   suspended, against all of them as native processes.
+//!   suspended, against all of them as native processes;
+//! - (run by the caller, `--go-budget-n`) the Go fleet's memory budgets
+//!   ([`crate::fleet_budget`]): the smallest cgroup memory limit N native Go processes, the
+//!   host with N modules, and the host suspending them still run in.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -138,6 +141,11 @@ pub struct GoFigures {
     /// The machine's global memory reclaim during the run: anything but none means the
     /// resident figures may read lower than at rest (see [`crate::pressure`]).
     pub reclaim: crate::pressure::Reclaim,
+    /// The Go fleet's memory budgets ([`crate::mixed::KindsFleet::Go`]; empty when they did
+    /// not run): native, in one host, and suspended, at each N asked.
+    pub budgets: Vec<crate::budget::Budget>,
+    /// The budget launches that failed, each with why.
+    pub budgets_incomplete: Vec<String>,
 }
 
 const LABEL: (&str, &str) = ("kube-wasm.dev/mirror", "true");
@@ -521,6 +529,8 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
         fleet_wasm,
         fleet_suspended,
         reclaim: reclaim_at_start.until(&ReclaimCounters::now()),
+        budgets: Vec::new(),
+        budgets_incomplete: Vec::new(),
     })
 }
 

@@ -146,6 +146,13 @@ struct Cli {
     /// fleet's (see `kube_wasm_bench::fleet_budget`). Needs root, --native-dir and --wasm-dir.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "100")]
     mixed_budget_n: Vec<usize>,
+    /// Controller counts of the Go fleet's budgets (examples/go-configmap-mirror, N native Go
+    /// processes against one host with N modules, resident and suspended; comma-separated;
+    /// the option without a value skips them): after the edge fleet's in a whole run, and
+    /// after the Go workload with --go (see `kube_wasm_bench::fleet_budget`). Needs root and
+    /// the Go builds in --native-dir and --wasm-dir (or beside --go-native and --go-wasm).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "10")]
+    go_budget_n: Vec<usize>,
     /// Measured ring cycles of each budget probe.
     #[arg(long, default_value_t = 10)]
     budget_cycles: u64,
@@ -247,7 +254,38 @@ async fn run_go(cli: &Cli, setup: &Setup, out: &std::path::Path) -> anyhow::Resu
         fleet_n: cli.go_fleet_n,
         audit_log: cli.audit_log.clone(),
     };
-    let figures = kube_wasm_bench::go::run(setup, &go, out).await?;
+    let mut figures = kube_wasm_bench::go::run(setup, &go, out).await?;
+    if !cli.go_budget_n.is_empty() {
+        cgroup::check_available().context("the Go fleet's budgets need cgroups")?;
+        let parent = |file: &std::path::Path| file.parent().map(std::path::Path::to_path_buf);
+        let builds = mixed::Builds {
+            native_dir: parent(&go.native).context("the native Go controller's folder")?,
+            wasm_dir: parent(&go.wasm).context("the Go module's folder")?,
+        };
+        let client = cluster::client(&cli.kubeconfig).await?;
+        let bench = bench_of(cli, setup.clone(), client, out).await?;
+        // The Go fleet's budgets alone: not the ring's, the idle CPU or the levers.
+        let plan = BudgetPlan {
+            ns: Vec::new(),
+            go_ns: cli.go_budget_n.clone(),
+            fleet_builds: Some(builds),
+            idle_cpu_n: 0,
+            levers: Vec::new(),
+            ..budget_plan(cli, &bench.params)
+        };
+        let mut measured = Measured::default();
+        let stamp = cluster::now_micros() / 1_000_000 % 100_000;
+        let mut launch = 0;
+        let tag = || {
+            launch += 1;
+            format!("g{stamp}-{launch}")
+        };
+        bench
+            .budget_stage(&plan, &mut measured, tag, |_| Ok(()))
+            .await?;
+        figures.budgets = measured.go_budgets;
+        figures.budgets_incomplete = measured.incomplete;
+    }
     let (md, goals) = kube_wasm_bench::report::go_markdown(&figures);
     let context: Vec<String> = machine_context()
         .into_iter()
@@ -275,6 +313,61 @@ async fn run_go(cli: &Cli, setup: &Setup, out: &std::path::Path) -> anyhow::Resu
     }
     println!("{md}");
     Ok(())
+}
+
+/// The driver's bench against the cluster of `client`: the ring's parameters from `cli`,
+/// launch logs under `out`.
+///
+/// # Errors
+/// If the kubeconfig names no apiserver port.
+async fn bench_of(
+    cli: &Cli,
+    setup: Setup,
+    client: kube::Client,
+    out: &std::path::Path,
+) -> anyhow::Result<Bench> {
+    Ok(Bench {
+        apiserver_port: cluster::apiserver_port(&cli.kubeconfig).await?,
+        client,
+        setup,
+        audit_log: cli.audit_log.clone(),
+        logs: out.join("logs"),
+        params: Params {
+            warmup: cli.warmup.max(1),
+            cycles: cli.cycles,
+            settle: Duration::from_secs(cli.settle_secs),
+            churn_k: cli.churn_k,
+            churn_parallel: cli.churn_parallel,
+            startup_timeout: Duration::from_secs(180),
+            cycle_timeout: Duration::from_secs(120),
+        },
+    })
+}
+
+/// The budget stage as `cli` asks it, without the fleets of distinct kinds (no builds) and
+/// with every budget variant; `ring` is the ring workload's parameters, a probe's are derived
+/// from them.
+fn budget_plan(cli: &Cli, ring: &Params) -> BudgetPlan {
+    BudgetPlan {
+        ns: cli.budget_n.clone(),
+        edge_ns: Vec::new(),
+        mixed_ns: Vec::new(),
+        go_ns: Vec::new(),
+        fleet_builds: None,
+        variants: vec![Variant::Native, Variant::Wasm, Variant::WasmSuspend],
+        params: Params {
+            warmup: 2,
+            cycles: cli.budget_cycles.max(1),
+            settle: Duration::from_secs(cli.settle_secs.min(5)),
+            startup_timeout: Duration::from_secs(900),
+            cycle_timeout: Duration::from_secs(300),
+            ..ring.clone()
+        },
+        idle_cpu_n: cli.idle_cpu_n,
+        idle_cpu_window: Duration::from_secs(cli.idle_cpu_secs),
+        levers: cli.budget_levers.clone(),
+        lever_n: cli.budget_lever_n,
+    }
 }
 
 fn machine_context() -> Vec<(String, String)> {
@@ -426,22 +519,7 @@ async fn main() -> anyhow::Result<()> {
     anyhow::ensure!(crd.status.success(), "`ring-controller crd` failed");
     cluster::install_crd(&client, &String::from_utf8_lossy(&crd.stdout)).await?;
 
-    let bench = Bench {
-        apiserver_port: cluster::apiserver_port(&cli.kubeconfig).await?,
-        client,
-        setup,
-        audit_log: cli.audit_log.clone(),
-        logs: out.join("logs"),
-        params: Params {
-            warmup: cli.warmup.max(1),
-            cycles: cli.cycles,
-            settle: Duration::from_secs(cli.settle_secs),
-            churn_k: cli.churn_k,
-            churn_parallel: cli.churn_parallel,
-            startup_timeout: Duration::from_secs(180),
-            cycle_timeout: Duration::from_secs(120),
-        },
-    };
+    let bench = bench_of(&cli, setup, client, &out).await?;
     // Unique per bench run: namespaces cannot be deleted on this control plane.
     let stamp = cluster::now_micros() / 1_000_000 % 100_000;
     if variants.iter().any(|&v| v != Variant::Native) {
@@ -631,9 +709,11 @@ async fn main() -> anyhow::Result<()> {
         Ok(report)
     };
     checkpoint(&measured)?;
-    let fleet_builds = builds
-        .clone()
-        .filter(|_| !cli.edge_budget_n.is_empty() || !cli.mixed_budget_n.is_empty());
+    let fleet_builds = builds.clone().filter(|_| {
+        !cli.edge_budget_n.is_empty()
+            || !cli.mixed_budget_n.is_empty()
+            || !cli.go_budget_n.is_empty()
+    });
     if !cli.budget_n.is_empty()
         || cli.idle_cpu_n > 0
         || !cli.budget_levers.is_empty()
@@ -649,23 +729,12 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     let plan = BudgetPlan {
-        ns: cli.budget_n.clone(),
         edge_ns: with_builds(&cli.edge_budget_n),
         mixed_ns: with_builds(&cli.mixed_budget_n),
+        go_ns: with_builds(&cli.go_budget_n),
         fleet_builds,
         variants: budget_variants,
-        params: Params {
-            warmup: 2,
-            cycles: cli.budget_cycles.max(1),
-            settle: Duration::from_secs(cli.settle_secs.min(5)),
-            startup_timeout: Duration::from_secs(900),
-            cycle_timeout: Duration::from_secs(300),
-            ..bench.params.clone()
-        },
-        idle_cpu_n: cli.idle_cpu_n,
-        idle_cpu_window: Duration::from_secs(cli.idle_cpu_secs),
-        levers: cli.budget_levers.clone(),
-        lever_n: cli.budget_lever_n,
+        ..budget_plan(&cli, &bench.params)
     };
     let mut tag = || {
         launch += 1;

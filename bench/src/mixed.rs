@@ -56,6 +56,10 @@ pub const MIXED_KINDS: [&str; 18] = [
     "parity-wait",
 ];
 
+/// The Go fleet's kind: `examples/go-configmap-mirror`, the client-go twin of
+/// configmap-mirror (issue #43), built natively and as a reactor module by `scripts/bench.sh`.
+pub const GO_KINDS: [&str; 1] = ["go-configmap-mirror"];
+
 /// A fleet of distinct kinds whose memory budget is found ([`crate::fleet_budget`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KindsFleet {
@@ -63,14 +67,17 @@ pub enum KindsFleet {
     Edge,
     /// Every kind of [`MIXED_KINDS`].
     Mixed,
+    /// The Go controller alone ([`GO_KINDS`]).
+    Go,
 }
 
 impl KindsFleet {
-    /// Its name in budgets, tags and the report: `edge` or `mixed`.
+    /// Its name in budgets, tags and the report: `edge`, `mixed` or `go`.
     pub fn name(self) -> &'static str {
         match self {
             KindsFleet::Edge => "edge",
             KindsFleet::Mixed => "mixed",
+            KindsFleet::Go => "go",
         }
     }
 
@@ -79,6 +86,7 @@ impl KindsFleet {
         match self {
             KindsFleet::Edge => &EXAMPLES,
             KindsFleet::Mixed => &MIXED_KINDS,
+            KindsFleet::Go => &GO_KINDS,
         }
     }
 }
@@ -278,7 +286,9 @@ pub fn ring_source(namespace: &str) -> String {
 }
 
 /// The host's manifest entries of a fleet: instance `i`, of kind `i mod kinds`, named
-/// `<kind>-<i>` in namespace `i`, suspended when idle as `variant` says.
+/// `<kind>-<i>` in namespace `i`, suspended when idle as `variant` says (a Go kind with
+/// `costFactor: 0`, as the porting guide advises: client-go's workqueue wakes its module every
+/// 10 s, sooner than the default factor's break-even of a suspend and a resume).
 pub fn host_entries(
     setup: &Setup,
     kinds: &[&'static str],
@@ -297,7 +307,8 @@ pub fn host_entries(
                 entry = entry.env(key, &value);
             }
             if variant == Variant::WasmSuspend {
-                entry = entry.field(&setup.suspend_field());
+                let cost_factor = GO_KINDS.contains(&kind).then_some(0);
+                entry = entry.field(&setup.suspend_field_costing(cost_factor));
             }
             entry
         })
@@ -389,6 +400,33 @@ mod tests {
         let first: Vec<_> = (0..100).map(|i| kind_of(&MIXED_KINDS, i)).collect();
         assert_eq!(first[0], first[18]);
         assert!(MIXED_KINDS.iter().all(|k| first.contains(k)));
+    }
+
+    #[test]
+    fn a_go_kind_suspends_with_cost_factor_zero_and_a_rust_kind_with_the_hosts_default() {
+        let setup = Setup::for_tests();
+        let builds = Builds {
+            native_dir: "/n".into(),
+            wasm_dir: "/w".into(),
+        };
+        let kinds = ["configmap-mirror", GO_KINDS[0]];
+        let namespaces = ["g-0".to_owned(), "g-1".to_owned()];
+        let suspended = host_entries(&setup, &kinds, &namespaces, &builds, Variant::WasmSuspend);
+        assert_eq!(
+            suspended[0].fields,
+            [r#"suspend: {idleAfter: "2s", betweenTimers: true}"#]
+        );
+        assert_eq!(
+            suspended[1].fields,
+            [r#"suspend: {idleAfter: "2s", betweenTimers: true, costFactor: 0}"#]
+        );
+        assert_eq!(suspended[1].name, "go-configmap-mirror-1");
+        assert_eq!(suspended[1].wasm, Path::new("/w/go-configmap-mirror.wasm"));
+        assert_eq!(suspended[1].namespace.as_deref(), Some("g-1"));
+        let resident = host_entries(&setup, &kinds, &namespaces, &builds, Variant::Wasm);
+        assert!(resident.iter().all(|e| e.fields.is_empty()), "{resident:?}");
+        assert_eq!(KindsFleet::Go.kinds(), GO_KINDS);
+        assert_eq!(KindsFleet::Go.name(), "go");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!
 //! | kind | stimulus (cycle `c`) | reaction |
 //! | --- | --- | --- |
-//! | configmap-mirror | ConfigMap `e<c>` labelled `kube-wasm.dev/mirror=true` | Secret `e<c>` |
+//! | configmap-mirror, go-configmap-mirror (the Go fleet's, [`crate::mixed::GO_KINDS`]) | ConfigMap `e<c>` labelled `kube-wasm.dev/mirror=true` | Secret `e<c>` |
 //! | configmap-generator | ConfigMapGenerator `e<c>` | ConfigMap `e<c>` |
 //! | finalizer-controller | ConfigMap `e<c>` labelled `kube-wasm.example.com/with-dependent=true` | ConfigMap `e<c>-dependent` |
 //! | store-reader | ConfigMap `e<c>` labelled `kube-wasm.dev/store=true` | `e<c>` in `names` of ConfigMap `store-summary` (written by a one-second ticker) |
@@ -174,11 +174,11 @@ pub fn stimulus_name(cycle: usize) -> String {
 }
 
 /// The reaction of an instance of `kind` to cycle `cycle`'s stimulus (see the module docs), or
-/// `None` for a kind of [`UNOBSERVED`] or one that is not of the mixed fleet.
+/// `None` for a kind of [`UNOBSERVED`] or one that is of no fleet.
 pub fn reaction(kind: &str, cycle: usize) -> Option<Reaction> {
     let name = stimulus_name(cycle);
     Some(match kind {
-        "configmap-mirror" => Reaction::Secret(name),
+        "configmap-mirror" | "go-configmap-mirror" => Reaction::Secret(name),
         "configmap-generator"
         | "parity-create"
         | "parity-restart-controller"
@@ -233,7 +233,7 @@ enum Stimulus {
 /// The stimulus of an instance of `kind`, or `None` where [`reaction`] has none.
 fn stimulus(kind: &str) -> Option<Stimulus> {
     Some(match kind {
-        "configmap-mirror" => Stimulus::ConfigMap(None),
+        "configmap-mirror" | "go-configmap-mirror" => Stimulus::ConfigMap(None),
         "configmap-generator" => Stimulus::Generator,
         "finalizer-controller" => {
             Stimulus::ConfigMap(Some(("kube-wasm.example.com/with-dependent", "true")))
@@ -270,7 +270,7 @@ pub async fn stimulate(
         if UNOBSERVED.contains(&kind) {
             return Ok(None);
         }
-        bail!("{kind} is not a kind of the mixed fleet");
+        bail!("{kind} is a kind of no fleet");
     };
     let name = stimulus_name(cycle);
     let pp = PostParams::default();
@@ -569,7 +569,7 @@ mod tests {
             );
         }
         let unknown = stimulate(&client, "parity-bookmarks", "n", 3).await;
-        assert!(format!("{:#}", unknown.unwrap_err()).contains("not a kind of the mixed fleet"));
+        assert!(format!("{:#}", unknown.unwrap_err()).contains("a kind of no fleet"));
         let refused = stimulate(&client, "parity-owners", "n", 3).await;
         assert!(
             format!("{:#}", refused.unwrap_err())
@@ -663,6 +663,11 @@ mod tests {
             assert!(reaction(kind, 3).is_some(), "{kind}");
         }
         let mirror = reaction("configmap-mirror", 3).unwrap();
+        assert_eq!(reaction("go-configmap-mirror", 3).as_ref(), Some(&mirror));
+        assert_eq!(
+            stimulus("go-configmap-mirror"),
+            stimulus("configmap-mirror")
+        );
         assert!(mirror.is(&seen("Secret", "e3", &[])));
         assert!(!mirror.is(&seen("ConfigMap", "e3", &[])));
         assert!(!mirror.is(&seen("Secret", "e30", &[])));

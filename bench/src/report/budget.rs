@@ -47,9 +47,14 @@ fn ratio_goal(m: &Measured, variant: Variant, target: f64) -> Goal {
     budget_ratio(what(n), target, &m.budgets, variant, n)
 }
 
-/// The budget ratio of `variant` to native of `fleet` against `target`: the edge fleet's at the
-/// largest N measured, the mixed fleet's at N = 100 if measured, else at the largest.
+/// The budget ratio of `variant` to native of `fleet` against `target`: the edge and Go fleets'
+/// at the largest N measured, the mixed fleet's at N = 100 if measured, else at the largest.
 fn fleet_goal(m: &Measured, fleet: KindsFleet, variant: Variant, target: f64) -> Goal {
+    budgets_goal(m.fleet_budgets(fleet), fleet, variant, target)
+}
+
+/// [`fleet_goal`] over `budgets`, `fleet`'s.
+fn budgets_goal(budgets: &[Budget], fleet: KindsFleet, variant: Variant, target: f64) -> Goal {
     let (fleet_text, preferred, option) = match fleet {
         KindsFleet::Edge => (
             "the edge fleet (the five examples".to_owned(),
@@ -61,6 +66,11 @@ fn fleet_goal(m: &Measured, fleet: KindsFleet, variant: Variant, target: f64) ->
             Some(100),
             "--mixed-budget-n",
         ),
+        KindsFleet::Go => (
+            "the Go fleet (go-configmap-mirror".to_owned(),
+            None,
+            "--go-budget-n",
+        ),
     };
     let what = |n: usize| {
         format!(
@@ -68,12 +78,21 @@ fn fleet_goal(m: &Measured, fleet: KindsFleet, variant: Variant, target: f64) ->
             variant.label()
         )
     };
-    let budgets = m.fleet_budgets(fleet);
     let Some(n) = judged_n(budgets, preferred) else {
         let why = format!("the {} budgets did not run ({option})", fleet.name());
         return not_run(what(preferred.unwrap_or(5)), target, &why);
     };
     budget_ratio(what(n), target, budgets, variant, n)
+}
+
+/// Issue #43's memory goals read as budgets: the Go fleet in one host within 50 % of its
+/// native Go processes' budget, suspended within 5 %, at the largest N of `budgets` (the Go
+/// fleet's).
+pub fn go_budget_goals(budgets: &[Budget]) -> Vec<Goal> {
+    vec![
+        budgets_goal(budgets, KindsFleet::Go, Variant::Wasm, 0.50),
+        budgets_goal(budgets, KindsFleet::Go, Variant::WasmSuspend, 0.05),
+    ]
 }
 
 fn ratio_target(target: f64) -> String {
@@ -150,9 +169,15 @@ fn cpu_goal(m: &Measured, variant: Variant) -> Goal {
     }
 }
 
-/// The goals of issue #44 this workload measures.
+/// The goals of issue #44 this workload measures, and issue #43's read as budgets
+/// ([`go_budget_goals`]) when the Go fleet's ran.
 pub fn goals(m: &Measured) -> Vec<Goal> {
-    vec![
+    let go = if m.go_budgets.is_empty() {
+        Vec::new()
+    } else {
+        go_budget_goals(&m.go_budgets)
+    };
+    let ring_and_mixed = vec![
         ratio_goal(m, Variant::Wasm, 0.05),
         ratio_goal(m, Variant::WasmSuspend, 0.02),
         fleet_goal(m, KindsFleet::Edge, Variant::Wasm, 0.30),
@@ -161,7 +186,8 @@ pub fn goals(m: &Measured) -> Vec<Goal> {
         fleet_goal(m, KindsFleet::Mixed, Variant::WasmSuspend, 0.15),
         cpu_goal(m, Variant::Wasm),
         cpu_goal(m, Variant::WasmSuspend),
-    ]
+    ];
+    ring_and_mixed.into_iter().chain(go).collect()
 }
 
 fn mib(bytes: u64) -> String {
@@ -205,6 +231,7 @@ pub fn section(m: &Measured) -> String {
     if m.budgets.is_empty()
         && m.edge_budgets.is_empty()
         && m.mixed_budgets.is_empty()
+        && m.go_budgets.is_empty()
         && m.idle_cpu.is_empty()
         && m.lever_judgements.is_empty()
         && m.incomplete.is_empty()
@@ -220,7 +247,7 @@ pub fn section(m: &Measured) -> String {
     );
     s.push_str(BUDGET_HEADER);
     budget_rows(&mut s, &m.budgets);
-    for fleet in [KindsFleet::Edge, KindsFleet::Mixed] {
+    for fleet in [KindsFleet::Edge, KindsFleet::Go, KindsFleet::Mixed] {
         fleet_section(&mut s, fleet, m.fleet_budgets(fleet));
     }
     s.push_str(&super::scale::section(m));
@@ -267,7 +294,7 @@ pub fn section(m: &Measured) -> String {
 
 /// The subsection of `fleet`'s `budgets` (nothing without them): how a cycle goes, the
 /// budgets table, then each budget's unconstrained p99 by kind.
-fn fleet_section(s: &mut String, fleet: KindsFleet, budgets: &[Budget]) {
+pub fn fleet_section(s: &mut String, fleet: KindsFleet, budgets: &[Budget]) {
     if budgets.is_empty() {
         return;
     }
@@ -278,6 +305,13 @@ fn fleet_section(s: &mut String, fleet: KindsFleet, budgets: &[Budget]) {
              ConfigMapGenerator, of its own) and each controller's answer (a mirror Secret, a \
              generated or dependent ConfigMap, a store summary or a watch log listing it; \
              store-reader writes its summary once a second).",
+        ),
+        KindsFleet::Go => s.push_str(
+            "\n### The Go fleet\n\n`examples/go-configmap-mirror` (client-go: an informer and \
+             a workqueue), N instances, each in its own namespace: N native Go processes, or N \
+             modules in one host (suspended with `costFactor: 0`, as the Go porting guide \
+             advises). A cycle is one labelled ConfigMap of its own for every instance and each \
+             controller's mirror Secret.",
         ),
         KindsFleet::Mixed => {
             let kinds = fleet.kinds();
@@ -535,5 +569,57 @@ mod tests {
             s.contains("- native N = 100, unconstrained p99 by kind"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn the_go_goals_read_issue_43s_ratios_as_budgets_and_show_only_when_measured() {
+        let go = |variant, n, mib| Budget {
+            fleet: "go".into(),
+            ..edge(variant, n, mib)
+        };
+        let budgets = vec![
+            go(Variant::Native, 10, Some(72)),
+            go(Variant::Wasm, 10, Some(36)),
+            go(Variant::WasmSuspend, 10, Some(4)),
+        ];
+        let goals = go_budget_goals(&budgets);
+        let holds: Vec<Option<bool>> = goals.iter().map(|g| g.holds).collect();
+        // 36/72 = 50 % holds ≤ 50 %; 4/72 = 5.6 % fails ≤ 5 %.
+        assert_eq!(holds, [Some(true), Some(false)], "{goals:?}");
+        assert!(
+            goals[0]
+                .goal
+                .contains("the Go fleet (go-configmap-mirror, N = 10), wasm"),
+            "{goals:?}"
+        );
+        assert_eq!(goals[1].target, "≤ 5 % of native's budget");
+        let none = go_budget_goals(&[]);
+        assert_eq!(none[0].holds, None);
+        assert!(none[0].measured.contains("--go-budget-n"), "{none:?}");
+
+        let without = goals_of(&Measured::default());
+        assert!(
+            !without.iter().any(|g| g.contains("Go fleet")),
+            "{without:?}"
+        );
+        let m = Measured {
+            go_budgets: budgets,
+            // The edge fleet's budgets of the same N are not the Go fleet's.
+            edge_budgets: vec![edge(Variant::Native, 10, Some(1))],
+            ..Measured::default()
+        };
+        let with = goals_of(&m);
+        assert_eq!(
+            with.iter().filter(|g| g.contains("Go fleet")).count(),
+            2,
+            "{with:?}"
+        );
+        let s = section(&m);
+        assert!(s.contains("### The Go fleet"), "{s}");
+        assert!(s.contains("| wasm-suspend | 10 | 4.0 |"), "{s}");
+    }
+
+    fn goals_of(m: &Measured) -> Vec<String> {
+        goals(m).into_iter().map(|g| g.goal).collect()
     }
 }

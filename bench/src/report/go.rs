@@ -123,6 +123,17 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
             suspended.pss_kib as f64 * 100.0 / native.pss_kib.max(1) as f64,
         );
     }
+    if !g.budgets.is_empty() || !g.budgets_incomplete.is_empty() {
+        md.push_str(
+            "\n## Memory budgets\n\nThe smallest cgroup memory limit (no swap) each variant still \
+             runs in: nothing OOM-killed, every controller's answer to every cycle's change, \
+             event→reconcile p99 within 2× the same variant's without a limit; bisected to 5 %.\n",
+        );
+        super::budget::fleet_section(&mut md, crate::mixed::KindsFleet::Go, &g.budgets);
+        for why in &g.budgets_incomplete {
+            let _ = writeln!(md, "- not measured: {}", why.replace('\n', " "));
+        }
+    }
     (md, goals)
 }
 
@@ -146,5 +157,45 @@ mod tests {
         let warning = md.find("Measured under memory pressure").expect("warned");
         assert!(warning < md.find("## Goals").expect("goals"));
         assert!(md.contains("2.0 MiB reclaimed by kswapd, 1 allocations stalled"));
+    }
+
+    #[test]
+    fn the_go_fleets_budgets_are_judged_and_tabled_and_a_failed_one_named() {
+        use crate::budget::Budget;
+        use crate::fleet::Variant;
+        let budget = |variant, mib: u64| Budget {
+            fleet: "go".into(),
+            variant,
+            n: 10,
+            unconstrained: crate::workloads::RingRun::empty(variant, 10),
+            unconstrained_p99_ms: 9.0,
+            probes: Vec::new(),
+            budget_bytes: Some(mib << 20),
+        };
+        let (without, goals) = markdown(&GoFigures::default());
+        assert!(!without.contains("Memory budgets"), "{without}");
+        assert!(!goals.iter().any(|g| g.goal.contains("budget")));
+        let figures = GoFigures {
+            budgets: vec![
+                budget(Variant::Native, 70),
+                budget(Variant::Wasm, 90),
+                budget(Variant::WasmSuspend, 80),
+            ],
+            budgets_incomplete: vec!["budget go fleet N=100 native: OOM\nat start".into()],
+            ..GoFigures::default()
+        };
+        let (md, goals) = markdown(&figures);
+        let judged: Vec<Option<bool>> = goals
+            .iter()
+            .filter(|g| g.goal.contains("memory budget"))
+            .map(|g| g.holds)
+            .collect();
+        assert_eq!(judged, [Some(false), Some(false)], "{goals:?}");
+        assert!(md.contains("128.6 % (90 vs 70 MiB)"), "{md}");
+        assert!(md.contains("### The Go fleet"), "{md}");
+        assert!(md.contains("| native | 10 | 70.0 |"), "{md}");
+        assert!(md.contains("- not measured: budget go fleet N=100 native: OOM at start"));
+        let latency = goals.last().expect("goals");
+        assert!(latency.goal.contains("event→reconcile"), "{latency:?}");
     }
 }

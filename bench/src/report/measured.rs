@@ -62,6 +62,9 @@ pub struct Measured {
     /// [`crate::fleet_budget`]).
     #[serde(default)]
     pub mixed_budgets: Vec<Budget>,
+    /// The Go fleet's budgets (go-configmap-mirror; empty when they were not measured).
+    #[serde(default)]
+    pub go_budgets: Vec<Budget>,
     /// The idle-CPU workload's launches (empty when it did not run).
     #[serde(default)]
     pub idle_cpu: Vec<IdleCpu>,
@@ -89,11 +92,13 @@ impl Measured {
             .map(|u| u.reason.as_str())
     }
 
-    /// The budgets of `fleet`: [`Measured::edge_budgets`] or [`Measured::mixed_budgets`].
+    /// The budgets of `fleet`: [`Measured::edge_budgets`], [`Measured::mixed_budgets`] or
+    /// [`Measured::go_budgets`].
     pub fn fleet_budgets(&self, fleet: KindsFleet) -> &[Budget] {
         match fleet {
             KindsFleet::Edge => &self.edge_budgets,
             KindsFleet::Mixed => &self.mixed_budgets,
+            KindsFleet::Go => &self.go_budgets,
         }
     }
 
@@ -102,6 +107,7 @@ impl Measured {
         match fleet {
             KindsFleet::Edge => &mut self.edge_budgets,
             KindsFleet::Mixed => &mut self.mixed_budgets,
+            KindsFleet::Go => &mut self.go_budgets,
         }
     }
 
