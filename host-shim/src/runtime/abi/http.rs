@@ -19,6 +19,7 @@
 //!
 //! Dropping the op's task (cancel, or the module ending) drops the request and its connection.
 
+use bytes::Bytes;
 use kube::client::Body;
 use kube_wasm_abi::names::{IMPORT_HTTP_REQUEST, IMPORT_MODULE};
 use kube_wasm_abi::{Completion, HttpRequest, OpError, ResponseMode};
@@ -122,19 +123,21 @@ pub async fn send_request(
     let headers = upstream::header_pairs(response.headers());
     let body = response.into_body();
     if mode == ResponseMode::Whole || !status.is_success() {
-        let sent = send_whole(
+        let offer_seed = |body: &Bytes| {
+            if let (200, Some((cache, key))) = (status.as_u16(), seed) {
+                cache.offer_seed(key, body.clone());
+            }
+        };
+        return send_whole(
             status.as_u16(),
             headers,
             body,
             limits,
             &ctx.access.module,
             sink,
+            offer_seed,
         )
-        .await?;
-        if let (200, Some(body), Some((cache, key))) = (status.as_u16(), sent, seed) {
-            cache.offer_seed(key, body);
-        }
-        return Ok(());
+        .await;
     }
     send_head_and_lines(
         status.as_u16(),

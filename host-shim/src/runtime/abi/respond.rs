@@ -39,8 +39,9 @@ pub async fn send_denied(
 /// exceeds [`OpLimits::max_body_bytes`]). The body is collected against the module's
 /// buffered-bytes budget and holds it until the guest takes it; a body that does not fit is
 /// dropped and answered with a `429` (see [`QuotaExceeded::too_many_requests`]), as the API
-/// server answers a client it has no room for. Returns the body the module was sent, if it
-/// was.
+/// server answers a client it has no room for. A body collected whole is handed to `on_body`
+/// before the module is sent it: what the host keeps of it (a list that seeds a shared watch)
+/// is kept before the module, answered, can ask for more.
 ///
 /// # Errors
 /// [`ModuleGone`] if the module ended meanwhile.
@@ -51,7 +52,8 @@ pub async fn send_whole(
     limits: OpLimits,
     module: &str,
     sink: &CompletionSink,
-) -> Result<Option<Bytes>, ModuleGone> {
+    on_body: impl FnOnce(&Bytes),
+) -> Result<(), ModuleGone> {
     let budget = sink.budget().clone();
     let mut held = HeldBytes::default();
     let collected = upstream::collect_body_within(body, limits.max_body_bytes, |n| {
@@ -60,9 +62,9 @@ pub async fn send_whole(
     .await;
     match collected {
         Ok(bytes) => {
+            on_body(&bytes);
             sink.send_held(&Completion::Response { status, headers }, &bytes, held)
-                .await?;
-            Ok(Some(bytes))
+                .await
         }
         Err(CollectError::NoRoom) => {
             drop(held);
@@ -72,12 +74,9 @@ pub async fn send_whole(
                 limit: budget.limit() as u64,
             };
             let (completion, body) = exceeded.too_many_requests();
-            sink.send(&completion, &body).await.map(|()| None)
+            sink.send(&completion, &body).await
         }
-        Err(err) => sink
-            .send(&Completion::Error(err.into()), b"")
-            .await
-            .map(|()| None),
+        Err(err) => sink.send(&Completion::Error(err.into()), b"").await,
     }
 }
 
@@ -158,5 +157,39 @@ async fn send_line(
         LinePolicy::KeepBlank => sink.send(&Completion::Line {}, line).await,
         LinePolicy::WatchEvents if line.iter().all(u8::is_ascii_whitespace) => Ok(()),
         LinePolicy::WatchEvents => sink.send(&Completion::WatchEvent {}, line).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::runtime::quota::ByteBudget;
+
+    #[tokio::test]
+    async fn a_whole_body_is_handed_on_before_the_module_is_sent_it() {
+        let (tx, mut rx) = mpsc::channel(4);
+        let sink = CompletionSink::new(7, tx, ByteBudget::new(1 << 20));
+        let mut queued_when_handed_on = None;
+        let body = Body::from(b"{\"items\":[]}".to_vec());
+        send_whole(
+            200,
+            Vec::new(),
+            body,
+            OpLimits::default(),
+            "m",
+            &sink,
+            |b| {
+                assert_eq!(&b[..], b"{\"items\":[]}");
+                queued_when_handed_on = Some(rx.len());
+            },
+        )
+        .await
+        .expect("the module is there");
+        assert_eq!(queued_when_handed_on, Some(0), "handed on first");
+        let sent = rx.try_recv().expect("then sent");
+        assert!(sent.is_final);
+        assert_eq!(sent.op, 7);
     }
 }

@@ -171,9 +171,9 @@ async fn watch_upstream(
             ctx.limits,
             &ctx.access.module,
             sink,
+            |_| {},
         ))
-        .await
-        .map(drop);
+        .await;
     }
     tracing::debug!(op = sink.op(), path = %request.path, "watch started");
     let _open = ctx.metrics.watch_opened();
