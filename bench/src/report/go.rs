@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::budget::{fleet_section, go_budget_goals};
 use super::goals::{Goal, go_goals};
 use crate::go::{GoFigures, Latency};
 use crate::memory::Sample;
@@ -25,7 +26,12 @@ fn latency(l: &Latency) -> String {
 
 /// The goals and figures as Markdown; the goals are returned too.
 pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
-    let goals = go_goals(g);
+    let mut goals = go_goals(g);
+    if !g.budgets.is_empty() {
+        // The memory goals read as budgets go after the PSS ones, before the latency goal.
+        let latency = goals.len().saturating_sub(1);
+        goals.splice(latency..latency, go_budget_goals(&g.budgets));
+    }
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     let sample = |s: &Sample| {
         format!(
@@ -129,7 +135,7 @@ pub fn markdown(g: &GoFigures) -> (String, Vec<Goal>) {
              runs in: nothing OOM-killed, every controller's answer to every cycle's change, \
              event→reconcile p99 within 2× the same variant's without a limit; bisected to 5 %.\n",
         );
-        super::budget::fleet_section(&mut md, crate::mixed::KindsFleet::Go, &g.budgets);
+        fleet_section(&mut md, crate::mixed::KindsFleet::Go, &g.budgets);
         for why in &g.budgets_incomplete {
             let _ = writeln!(md, "- not measured: {}", why.replace('\n', " "));
         }

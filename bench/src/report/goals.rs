@@ -391,9 +391,6 @@ pub fn go_goals(g: &crate::go::GoFigures) -> Vec<Goal> {
             g.fleet_native,
         ));
     }
-    if !g.budgets.is_empty() {
-        goals.extend(super::budget::go_budget_goals(&g.budgets));
-    }
     goals.push(latency);
     goals
 }
