@@ -17,6 +17,7 @@ use crate::runtime::cache::{Deserialised, ModuleCache};
 use crate::runtime::compiler::Compiler;
 use crate::runtime::engine::{self, EpochTicker, PoolSize};
 use crate::runtime::fiber_stacks::ReleasableStacks;
+use crate::runtime::file_digests::FileDigests;
 use crate::runtime::func_refs::{self, Choice};
 use crate::runtime::instance_slots::InstanceSlots;
 use crate::runtime::module::outcome::{ModuleError, ModuleOutcome};
@@ -144,6 +145,8 @@ pub(crate) struct HostInner {
     /// Held while a module is compiled or read from the cache: one at a time (a compile
     /// already uses every core), so that N WasmControllers of one image compile it once.
     loading: Mutex<()>,
+    /// The digests of the module files loaded, each hashed once while unchanged.
+    file_digests: FileDigests,
     /// This host's folder of snapshots, made on the first suspend.
     snapshots: LazySnapshotDir,
     /// The engine's fiber stacks (unused with a pool).
@@ -241,6 +244,7 @@ impl Host {
                 cache,
                 compiled: Mutex::new(HashMap::new()),
                 loading: Mutex::new(()),
+                file_digests: FileDigests::default(),
                 snapshots,
                 stacks,
                 ticker,
@@ -304,7 +308,8 @@ impl Host {
     }
 
     /// Compiles the module file at `path` under `name` (see [`Host::load_bytes`]). The file
-    /// is first hashed as it is read, so a wasm this host has loaded already (under another
+    /// is first hashed as it is read ([`FileDigests`]: once while it is unchanged, its pages
+    /// dropped from the page cache after), so a wasm this host has loaded already (under another
     /// name) is not read into memory again, nor one whose check and compiled form the cache
     /// holds ([`suspend::check_record`]); otherwise it is read once loads before it are done,
     /// so that the host holds one module's bytes at a time. CPU-bound: call it from a
@@ -315,7 +320,11 @@ impl Host {
     pub fn load_file(&self, name: &str, path: &Path) -> Result<LoadedModule, ModuleError> {
         let in_file =
             |reason: String| ModuleError::Compile(format!("{}: {reason}", path.display()));
-        let digest = file_digest(path).map_err(|e| in_file(e.to_string()))?;
+        let digest = self
+            .inner
+            .file_digests
+            .digest(path)
+            .map_err(|e| in_file(e.to_string()))?;
         if let Some(known) = self.known(&digest, name) {
             return Ok(known);
         }
@@ -576,12 +585,6 @@ fn source(digest: [u8; 32], choice: &func_refs::Choice) -> [u8; 32] {
 }
 
 /// The SHA-256 of the file at `path`, hashed as it is read.
-fn file_digest(path: &Path) -> std::io::Result<[u8; 32]> {
-    let mut digest = Sha256::new();
-    std::io::copy(&mut std::fs::File::open(path)?, &mut digest)?;
-    Ok(digest.finalize().into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

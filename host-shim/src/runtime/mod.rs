@@ -18,6 +18,7 @@ pub mod cache;
 pub mod compiler;
 pub mod engine;
 pub mod fiber_stacks;
+pub mod file_digests;
 pub mod func_refs;
 pub mod host;
 pub(crate) mod idle;
