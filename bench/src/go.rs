@@ -326,17 +326,16 @@ async fn until_suspended(fleet: &mut Fleet, modules: u64, timeout: Duration) -> 
     }
 }
 
-fn entry(name: &str, wasm: &Path, ns: &str, suspend: Option<&str>) -> Entry {
-    let mut entry = Entry::with_wasm(name, wasm).namespace(ns);
-    if let Some(idle_after) = suspend {
-        // `costFactor: 0`, as the porting guide advises for Go modules: their workqueue's
-        // 10 s heartbeat is nearer than 250 round trips of ten 27 MiB snapshots written at
-        // once, and the default would keep them resident.
-        entry = entry.field(&format!(
-            "suspend: {{idleAfter: {idle_after}, costFactor: 0}}"
-        ));
+/// Module `name` of `wasm` in namespace `ns`, suspended when idle if `suspended` (after
+/// `setup`'s `idleAfter`, with `costFactor: 0`, as [`crate::mixed::host_entries`] suspends Go
+/// kinds).
+fn entry(setup: &Setup, name: &str, wasm: &Path, ns: &str, suspended: bool) -> Entry {
+    let entry = Entry::with_wasm(name, wasm).namespace(ns);
+    if suspended {
+        entry.field(&setup.suspend_field_costing(Some(0)))
+    } else {
+        entry
     }
-    entry
 }
 
 /// Runs the Go workload with its launches' files under `out`.
@@ -376,7 +375,7 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
         host_manifest(
             setup,
             true,
-            &[entry("go-mirror", &go.wasm, &ns, None)],
+            &[entry(setup, "go-mirror", &go.wasm, &ns, false)],
             metrics,
         )
     })?;
@@ -396,12 +395,7 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
     let ns = fresh_namespace(&client, "go-suspend").await?;
     let dir = out.join("go-suspend");
     let mut host = Fleet::start_host(setup, &dir, |metrics| {
-        let entries = [entry(
-            "go-mirror",
-            &go.wasm,
-            &ns,
-            Some(&setup.suspend_idle_after),
-        )];
+        let entries = [entry(setup, "go-mirror", &go.wasm, &ns, true)];
         host_manifest(setup, true, &entries, metrics)
     })?;
     host.wait_for_modules(1, Duration::from_secs(600)).await?;
@@ -467,35 +461,31 @@ pub async fn run(setup: &Setup, go: &GoSetup, out: &Path) -> anyhow::Result<GoFi
         tokio::time::sleep(settle.max(Duration::from_secs(10))).await;
         mixed_native = Some(fleet.idle_memory().await?);
         fleet.stop(Duration::from_secs(10))?;
-        for suspend in [None, Some(setup.suspend_idle_after.as_str())] {
-            let label = if suspend.is_some() {
-                "suspended"
-            } else {
-                "resident"
-            };
+        for suspended in [false, true] {
+            let label = if suspended { "suspended" } else { "resident" };
             let dir = out.join(format!("go-mixed-{label}"));
             std::fs::create_dir_all(&dir)?;
             let mut entries = Vec::new();
             for (name, _, wasm) in &kinds {
                 let ns = fresh_namespace(&client, "go-mixed-w").await?;
-                entries.push(entry(name, wasm, &ns, suspend));
+                entries.push(entry(setup, name, wasm, &ns, suspended));
             }
             let mut host = Fleet::start_host(setup, &dir, |metrics| {
                 host_manifest(setup, true, &entries, metrics)
             })?;
             host.wait_for_modules(kinds.len(), Duration::from_secs(600))
                 .await?;
-            if suspend.is_some() {
+            if suspended {
                 until_suspended(&mut host, kinds.len() as u64, Duration::from_secs(180)).await?;
             }
             tokio::time::sleep(settle.max(Duration::from_secs(10))).await;
-            let sample = if suspend.is_some() {
+            let sample = if suspended {
                 host.memory_median(SUSPENDED_SAMPLES).await?
             } else {
                 host.idle_memory().await?
             };
             host.stop(Duration::from_secs(10))?;
-            if suspend.is_some() {
+            if suspended {
                 mixed_suspended = Some(sample);
             } else {
                 mixed_wasm = Some(sample);
@@ -568,12 +558,8 @@ async fn fleet(
     native.stop(Duration::from_secs(10))?;
 
     let mut samples = Vec::with_capacity(2);
-    for suspend in [None, Some(setup.suspend_idle_after.as_str())] {
-        let label = if suspend.is_some() {
-            "suspended"
-        } else {
-            "resident"
-        };
+    for suspended in [false, true] {
+        let label = if suspended { "suspended" } else { "resident" };
         eprintln!("bench go: a fleet of {n} Go controllers in one host, {label}");
         let dir = out.join(format!("go-fleet-{label}"));
         let mut entries = Vec::with_capacity(n);
@@ -581,7 +567,13 @@ async fn fleet(
         for i in 0..n {
             let ns = fresh_namespace(client, "go-fleet-w").await?;
             populate_only(client, &ns, go.objects).await?;
-            entries.push(entry(&format!("go-mirror-{i}"), &go.wasm, &ns, suspend));
+            entries.push(entry(
+                setup,
+                &format!("go-mirror-{i}"),
+                &go.wasm,
+                &ns,
+                suspended,
+            ));
             namespaces.push(ns);
         }
         let mut host = Fleet::start_host(setup, &dir, |metrics| {
@@ -591,14 +583,14 @@ async fn fleet(
         for ns in &namespaces {
             mirrors_within(client, ns, go.objects, Duration::from_secs(300)).await?;
         }
-        if suspend.is_some() {
+        if suspended {
             until_suspended(&mut host, n as u64, Duration::from_secs(180)).await?;
         }
         tokio::time::sleep(settle).await;
-        if suspend.is_some() {
+        if suspended {
             until_suspended(&mut host, n as u64, Duration::from_secs(180)).await?;
         }
-        samples.push(if suspend.is_some() {
+        samples.push(if suspended {
             host.memory_median(SUSPENDED_SAMPLES).await?
         } else {
             host.idle_memory().await?
