@@ -3,15 +3,17 @@
 // the kube-wasm host shim, which talks to the Kubernetes API server for them, shares their
 // watches, enforces their permissions and quotas, and suspends them to disk while idle.
 //
-// A controller's source changes in two calls, and builds natively as before:
+// A controller's source changes in three calls, and builds natively as before:
 //
 //	config, err := kubewasm.InClusterConfig()             // was rest.InClusterConfig()
 //	ctx, stop := kubewasm.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // was signal.NotifyContext
+//	namespace := kubewasm.Namespace() // was POD_NAMESPACE or the service account's namespace file
 //
-// Natively both are exactly the calls they replace. In a module, InClusterConfig returns a
-// rest.Config whose Transport is the kube-wasm ABI (see [Reactor.Config]) and whose
-// namespace [Namespace] gives, and NotifyContext's context is cancelled when the host asks
-// the module to stop. The package's wasip1 files export the module's entries: the host calls
+// Natively they are exactly what they replace. In a module, InClusterConfig returns a
+// rest.Config whose Transport is the kube-wasm ABI (see [Reactor.Config]), [Namespace] is
+// the namespace the host gives the module, and NotifyContext's context is cancelled when the
+// host asks the module to stop. The SDK's go.mod asks for Go 1.24 and client-go v0.33.0, the
+// oldest it works with, so requiring it raises neither in a controller's go.mod. The package's wasip1 files export the module's entries: the host calls
 // kube_wasm_start, which runs the program's main, unchanged, as Go runs it natively.
 //
 // # How a module runs
