@@ -51,5 +51,7 @@ step "build the Go programs: natively, and as reactor modules for wasip1"
 (
   cd e2e/go-guests
   GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$wasm_out/go-hostile.wasm" ./go-hostile
+  go build -o "$native_out/go-sample-controller" ./go-sample-controller
+  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$wasm_out/go-sample-controller.wasm" ./go-sample-controller
 )
 step "go: done"

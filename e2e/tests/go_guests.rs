@@ -1,7 +1,9 @@
 //! Go guests (ABI 1.4 reactor modules built with the standard Go toolchain, kube-wasm-go):
 //! the client-go informer + workqueue controller `examples/go-configmap-mirror`, and the
 //! controller-runtime Reconciler `examples/go-controller-runtime`, each run natively and in
-//! the host side by side, reaching the same cluster state; the same module pulled from
+//! the host side by side, reaching the same cluster state, as does `go-sample-controller`
+//! (sample-controller's shape on the oldest client-go the SDK supports: a leader election on
+//! a Lease, an event recorder, server-side apply); the same module pulled from
 //! the test registry by a WasmController, suspended to disk while idle and resumed by the next
 //! event (the host's metrics); and hostile Go guests (a goroutine that never yields, a
 //! deadlock, a blocked syscall, `signal.NotifyContext` unported) ended and restarted alone
@@ -9,12 +11,13 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube_wasm_e2e::manifest::{Entry, start_manifest_with, write_manifest};
 use kube_wasm_e2e::metrics::{free_local_addr, scrape};
 use kube_wasm_e2e::objects::{config_map, mirrored};
-use kube_wasm_e2e::side_by_side::{SideBySide, Stop};
+use kube_wasm_e2e::side_by_side::{Build, Side, SideBySide, Stop};
 use kube_wasm_e2e::wasm_controllers as wc;
 use kube_wasm_e2e::{
     Program, client, eventually, fresh_namespace, kubeconfig_for, registry, scratch_dir,
@@ -55,9 +58,9 @@ async fn mirror_holds(secrets: &Api<Secret>, name: &str, key: &str, want: &str) 
 }
 
 /// The cache folder every host of this file shares.
+/// The first host creates it, with the mode 0700 a cache folder must have.
 fn shared_cache() -> String {
     let dir = scratch_dir().join("go-module-cache");
-    std::fs::create_dir_all(&dir).expect("the cache folder");
     dir.to_string_lossy().into_owned()
 }
 
@@ -167,6 +170,165 @@ async fn go_controller_runtime_wasm_and_native_reach_the_same_state() {
     )
     .await;
     runs.stop(Stop::Term, "stop requested, exiting", WAIT);
+}
+
+const SAMPLE: &str = "go-sample-controller";
+const COPY_LABEL: (&str, &str) = ("kube-wasm.dev/copy", "true");
+
+async fn copy_holds(side: &Side, source: &str, key: &str, want: &str) {
+    let copies: Api<ConfigMap> = side.api();
+    let what = format!(
+        "{}: ConfigMap {source}-copy holding {key}={want}",
+        side.label
+    );
+    eventually(WAIT, &what, || async {
+        let copy = copies.get_opt(&format!("{source}-copy")).await.ok()??;
+        (copy.data?.get(key).map(String::as_str) == Some(want)).then_some(())
+    })
+    .await;
+}
+
+/// Waits until ConfigMap `source` is marked with the hash its copy was applied with, and the
+/// copy holds the source's data: the controller's last step for a change.
+async fn copy_settled(side: &Side, source: &str) {
+    let config_maps: Api<ConfigMap> = side.api();
+    let what = format!(
+        "{}: ConfigMap {source} marked with its copy's hash",
+        side.label
+    );
+    eventually(WAIT, &what, || async {
+        let original = config_maps.get_opt(source).await.ok()??;
+        let copy = config_maps
+            .get_opt(&format!("{source}-copy"))
+            .await
+            .ok()??;
+        let marked = original
+            .metadata
+            .annotations?
+            .get("kube-wasm.dev/copied-hash")?
+            .clone();
+        let applied = copy
+            .metadata
+            .annotations?
+            .get("kube-wasm.dev/hash")?
+            .clone();
+        (marked == applied && original.data == copy.data).then_some(())
+    })
+    .await;
+}
+
+/// The holder of the sample controller's Lease in the side's namespace ("" once released).
+async fn lease_holder(side: &Side) -> Option<String> {
+    let leases: Api<Lease> = side.api();
+    let lease = leases.get_opt(SAMPLE).await.ok()??;
+    Some(lease.spec?.holder_identity.unwrap_or_default())
+}
+
+/// The sample controller's `Copied` Event on ConfigMap `source`, as its recorder posts it.
+async fn copied_event(side: &Side, source: &str) {
+    let events: Api<Event> = side.api();
+    let what = format!("{}: a Copied Event on ConfigMap {source}", side.label);
+    eventually(WAIT, &what, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("Copied")
+                    && e.type_.as_deref() == Some("Normal")
+                    && e.involved_object.kind.as_deref() == Some("ConfigMap")
+                    && e.involved_object.name.as_deref() == Some(source)
+                    && e.source.as_ref().and_then(|s| s.component.as_deref()) == Some(SAMPLE)
+            })
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_sample_controller_on_the_oldest_client_go_leads_records_and_applies_as_natively() {
+    let client = client().await;
+    let mut runs = SideBySide::wasm_and_native(&client, "go-sample").await;
+    runs.each(async |side| {
+        side.create(&config_map(
+            "before",
+            &[COPY_LABEL],
+            &[("greeting", "hello")],
+        ))
+        .await;
+        side.create(&config_map("plain", &[], &[("ignored", "yes")]))
+            .await;
+    })
+    .await;
+    let cache = shared_cache();
+    runs.start(
+        SAMPLE,
+        &["--cache-dir", &cache],
+        "watching ConfigMaps",
+        START,
+    );
+    runs.each(async |side| copy_holds(side, "before", "greeting", "hello").await)
+        .await;
+    // It reconciles as the Lease's holder; a module's host name is wasip1's.
+    runs.each(async |side| {
+        let holder = lease_holder(side).await.unwrap_or_default();
+        assert!(!holder.is_empty(), "{}: the Lease is held", side.label);
+        if side.build == Build::Wasm {
+            assert!(holder.starts_with("wasip1_"), "{holder}");
+        }
+    })
+    .await;
+
+    runs.each(async |side| {
+        side.create(&config_map("during", &[COPY_LABEL], &[("a", "1")]))
+            .await
+    })
+    .await;
+    runs.each(async |side| copy_holds(side, "during", "a", "1").await)
+        .await;
+    let patch = json!({ "data": { "a": "2", "b": "3" } });
+    runs.each(async |side| side.merge_patch::<ConfigMap>("during", patch.clone()).await)
+        .await;
+    runs.each(async |side| copy_holds(side, "during", "b", "3").await)
+        .await;
+    runs.each(async |side| side.delete::<ConfigMap>("before").await)
+        .await;
+    runs.each(async |side| {
+        let what = format!("{}: ConfigMap before-copy deleted", side.label);
+        eventually(WAIT, &what, || async {
+            side.gone::<ConfigMap>("before-copy").await
+        })
+        .await;
+    })
+    .await;
+    runs.each(async |side| {
+        copy_settled(side, "during").await;
+        copied_event(side, "before").await;
+        copied_event(side, "during").await;
+    })
+    .await;
+
+    // The source marked with its data's hash, the copy applied with it and owned by the
+    // source: the same on both sides.
+    runs.assert_same_state(
+        &[ApiResource::erase::<ConfigMap>(&())],
+        &[
+            "ConfigMap/during",
+            "ConfigMap/during-copy",
+            "ConfigMap/plain",
+        ],
+    )
+    .await;
+    // Stopped, each gives the Lease up (ReleaseOnCancel) before it exits.
+    runs.stop(Stop::Term, "stopped", WAIT);
+    runs.each(async |side| {
+        assert_eq!(
+            lease_holder(side).await.as_deref(),
+            Some(""),
+            "{}: the Lease released",
+            side.label
+        );
+    })
+    .await;
 }
 
 fn start_operator(namespace: &str, metrics: &str) -> Program {
