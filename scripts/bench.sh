@@ -12,6 +12,18 @@
 #                               # again from its report.json (with a soak run on its own)
 #   scripts/bench.sh --soak 60m [--soak-modules 1000] …   # first the chaos soak (scripts/soak.sh)
 #                               # at that size, its checks and figures then in the report
+#   scripts/bench.sh --part NAME [options…]   # one stage of the whole run, for a machine that is
+#                               # not free for the whole (some 4 hours on 2 cores): its report in
+#                               # target/bench-parts/NAME and docs/src/benchmarks/parts/NAME.json
+#       ring     the ring, churn, resume curve, levers, mixed and edge fleets, cold start,
+#                replicas (about 40 minutes)
+#       budget   the ring's budgets (--budget-n, default 1,10,100,1000; pass fewer N to split it
+#                further), the idle CPU and the levers judged under the budget (about 2 hours)
+#       fleets   the edge, mixed and Go fleets' budgets (about 1 hour)
+#       scale    suspended modules by the thousand (--suspended-scale-n)
+#   scripts/bench.sh --merge [--soak-report SOAK.json]   # one report of the parts in
+#                               # docs/src/benchmarks/parts/ into the book (each section from one
+#                               # part; kube_wasm_bench::report::merge says which)
 #
 # Builds release binaries once: host-shim and the driver, the native ring controller (its own
 # feature resolution, as a user builds it), and the ring controller and the examples for
@@ -26,6 +38,14 @@ if [[ ${1:-} == --render ]]; then
   cargo run --quiet --release -p kube-wasm-bench --bin kube-wasm-bench-render -- "${@:2}"
   exit 0
 fi
+parts_dir=docs/src/benchmarks/parts
+if [[ ${1:-} == --merge ]]; then
+  shopt -s nullglob
+  parts=("$parts_dir"/*.json)
+  ((${#parts[@]})) || { echo "bench: no part in $parts_dir (scripts/bench.sh --part NAME)" >&2; exit 2; }
+  cargo run --quiet --release -p kube-wasm-bench --bin kube-wasm-bench-render -- "${@:2}" --parts "${parts[@]}"
+  exit 0
+fi
 
 for arg in "$@"; do
   if [[ $arg == -h || $arg == --help ]]; then
@@ -35,18 +55,34 @@ for arg in "$@"; do
 done
 
 target=${CARGO_TARGET_DIR:-$PWD/target}
-out=${BENCH_OUT:-$PWD/target/bench}
 
-# --soak DURATION and --soak-modules N are this script's; the rest goes to the driver.
-soak_duration="" soak_modules=1000 bench_args=()
+# --soak DURATION, --soak-modules N and --part NAME are this script's; the rest goes to the
+# driver.
+soak_duration="" soak_modules=1000 part="" bench_args=()
 while (($#)); do
   case $1 in
     --soak) soak_duration=$2; shift 2 ;;
     --soak-modules) soak_modules=$2; shift 2 ;;
+    --part) part=$2; shift 2 ;;
     *) bench_args+=("$1"); shift ;;
   esac
 done
-set -- "${bench_args[@]}"
+# A part: the driver's options that leave out every other stage, before the caller's.
+skip_ring=(--runs 0 --no-churn --no-resume-curve --no-levers --mixed-n 0 --cold-start-n 0 --replicas-modules 0)
+case $part in
+  "") part_args=() ;;
+  ring) part_args=(--budget-n --edge-budget-n --mixed-budget-n --go-budget-n --idle-cpu-n 0 --budget-levers --suspended-scale-n) ;;
+  budget) part_args=("${skip_ring[@]}" --edge-budget-n --mixed-budget-n --go-budget-n --suspended-scale-n) ;;
+  fleets) part_args=("${skip_ring[@]}" --budget-n --idle-cpu-n 0 --budget-levers --suspended-scale-n) ;;
+  scale) part_args=("${skip_ring[@]}" --budget-n --edge-budget-n --mixed-budget-n --go-budget-n --idle-cpu-n 0 --budget-levers) ;;
+  *) echo "bench: --part is ring, budget, fleets or scale, not $part" >&2; exit 2 ;;
+esac
+set -- "${part_args[@]}" "${bench_args[@]}"
+if [[ -n $part ]]; then
+  out=${BENCH_OUT:-$PWD/target/bench-parts/$part} book_args=()
+else
+  out=${BENCH_OUT:-$PWD/target/bench} book_args=(--book docs/src/benchmarks)
+fi
 examples=(configmap-mirror configmap-generator finalizer-controller store-reader multi-watch)
 
 step "toolchain: wasm32-wasip1 target"
@@ -122,6 +158,14 @@ done
   --go-native "$target/release/go-configmap-mirror" \
   --go-wasm "$target/wasm32-wasip1/release/go-configmap-mirror.wasm" \
   --out "$out" \
-  --book docs/src/benchmarks \
+  "${book_args[@]}" \
   "${soak_args[@]}" \
   "$@"
+if [[ -n $part ]]; then
+  mkdir -p "$parts_dir"
+  cp "$out/report.json" "$parts_dir/$part.json"
+  echo "bench: part $part in $parts_dir/$part.json (scripts/bench.sh --merge: the book's report of the parts)" >&2
+elif ! $go_only; then
+  # The book's report is this whole run's now, not a merge of parts.
+  rm -rf "$parts_dir"
+fi

@@ -5,24 +5,58 @@
 //! `scripts/bench.sh --render`. With `--soak-report`, the chaos soak's `report.json` (from
 //! `scripts/soak.sh`, a run of its own) replaces the soak's figures in it. Without the report
 //! (no run has written there yet), the page that says so.
+//!
+//! `kube-wasm-bench-render --parts PART.json… [--out DIR] [--soak-report SOAK.json]`: one
+//! report of a run's parts (`scripts/bench.sh --part`, each a stage of the whole run; see
+//! `kube_wasm_bench::report::merge` for what may come from which part), each part named after
+//! its file's stem, written into DIR (default: the book's folder): `scripts/bench.sh --merge`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use kube_wasm_bench::report::{BOOK_DIR, Report};
+use kube_wasm_bench::report::{BOOK_DIR, Part, Report, merge};
 use kube_wasm_bench::soak::report::Summary;
 
 fn main() -> anyhow::Result<()> {
     let mut json = Path::new(BOOK_DIR).join("report.json");
     let mut soak = None;
+    let mut parts: Option<Vec<PathBuf>> = None;
+    let mut out = PathBuf::from(BOOK_DIR);
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
         if arg == "--soak-report" {
             let path = PathBuf::from(args.next().context("--soak-report needs a path")?);
             soak = Some(Summary::read(&path)?);
+        } else if arg == "--out" {
+            out = PathBuf::from(args.next().context("--out needs a folder")?);
+        } else if arg == "--parts" {
+            parts = Some(Vec::new());
+        } else if let Some(parts) = parts.as_mut() {
+            parts.push(PathBuf::from(arg));
         } else {
             json = PathBuf::from(arg);
         }
+    }
+    if let Some(paths) = parts {
+        let mut read = Vec::new();
+        for path in &paths {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .context("a part's file name")?;
+            read.push(Part {
+                name,
+                measured: Report::read(path)?.measured,
+            });
+        }
+        let mut measured = merge(read)?;
+        if soak.is_some() {
+            measured.soak = soak;
+        }
+        for file in Report::new(measured).write(&out)? {
+            eprintln!("bench: wrote {}", file.display());
+        }
+        return Ok(());
     }
     let dir = json.parent().unwrap_or(Path::new("."));
     if !json.exists() {

@@ -7,7 +7,7 @@
 //! goals and whether each holds), [`document`] (the whole report, `report.json`), [`format`]
 //! (figures as text), [`markdown`] and [`plots`] (the two renderings), [`replicas`] (the
 //! replicas workload's goals and section), [`cold_start`] (the cold start's goal and section), [`levers`] (each lever
-//! before/after), [`mixed`] (the fleets of distinct controllers), [`budget`] (memory budgets and idle CPU), [`scale`] (how the ring grows with N), [`suspended_scale`] (suspended modules by the thousand), [`soak`] (the chaos soak's verdict). This
+//! before/after), [`mixed`] (the fleets of distinct controllers), [`budget`] (memory budgets and idle CPU), [`scale`] (how the ring grows with N), [`suspended_scale`] (suspended modules by the thousand), [`soak`] (the chaos soak's verdict), [`merge`] (one report of a run's parts). This
 //! file writes them.
 
 mod budget;
@@ -20,6 +20,7 @@ mod goals;
 mod levers;
 mod markdown;
 mod measured;
+mod merge;
 mod mixed;
 mod plots;
 mod replicas;
@@ -35,6 +36,7 @@ pub use document::Report;
 pub use go::markdown as go_markdown;
 pub use goals::Goal;
 pub use measured::{Measured, Unavailable};
+pub use merge::{Part, merge};
 
 /// Where the book keeps the last run's report (`report.md`, `report.json`, the plots),
 /// relative to the repository's root.
@@ -140,6 +142,82 @@ mod tests {
                 assert!(dir.join(plot).is_file(), "{BOOK_DIR}/{plot} is missing");
             }
         }
+    }
+
+    /// Whether the report in `dir` is the merge of the parts in `dir/parts` (with the soak
+    /// the merge was handed, if the parts have none); `Ok` without parts.
+    fn is_the_merge_of_its_parts(dir: &Path) -> Result<(), String> {
+        let Ok(entries) = std::fs::read_dir(dir.join("parts")) else {
+            return Ok(());
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let parts = paths
+            .iter()
+            .map(|path| {
+                let measured = Report::read(path).map_err(|e| format!("{e:#}"))?.measured;
+                let name = path.file_stem().unwrap_or_default().to_string_lossy();
+                Ok(Part {
+                    name: name.into_owned(),
+                    measured,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let mut merged = merge(parts).map_err(|e| format!("{e:#}"))?;
+        let book = Report::read(&dir.join("report.json"))
+            .map_err(|e| format!("{e:#}"))?
+            .measured;
+        if merged.soak.is_none() {
+            merged.soak = book.soak.clone();
+        }
+        let value = |m: &Measured| serde_json::to_value(m).unwrap_or_default();
+        (value(&merged) == value(&book))
+            .then_some(())
+            .ok_or_else(|| "report.json is not the merge of parts/: run `scripts/bench.sh --merge`, or remove parts/ after a whole run".to_owned())
+    }
+
+    /// A report merged from parts stays their merge: a part run again and not merged, or
+    /// parts left behind by a whole run, show here.
+    #[test]
+    fn the_books_report_is_the_merge_of_its_parts_when_it_has_them() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(BOOK_DIR);
+        if let Err(why) = is_the_merge_of_its_parts(&dir) {
+            panic!("{BOOK_DIR}: {why}");
+        }
+
+        let dir = std::env::temp_dir().join(format!("kube-wasm-parts-{}", std::process::id()));
+        let part = |date: &str| Measured {
+            context: vec![("date".into(), date.into())],
+            ..Measured::default()
+        };
+        Report::new(part("one"))
+            .write(&dir.join("parts").join("ring"))
+            .expect("part");
+        std::fs::rename(
+            dir.join("parts/ring/report.json"),
+            dir.join("parts/ring.json"),
+        )
+        .expect("moved");
+        let merged = merge(vec![Part {
+            name: "ring".into(),
+            measured: part("one"),
+        }])
+        .expect("merged");
+        Report::new(merged).write(&dir).expect("the report");
+        assert_eq!(is_the_merge_of_its_parts(&dir), Ok(()));
+        Report::new(part("two"))
+            .write(&dir)
+            .expect("another report");
+        assert!(is_the_merge_of_its_parts(&dir).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
