@@ -64,12 +64,18 @@ fn shared_cache() -> String {
     dir.to_string_lossy().into_owned()
 }
 
-#[tokio::test]
-async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
-    let client = client().await;
-    let mut runs = SideBySide::wasm_and_native(&client, "go-mirror").await;
+/// `program` natively and in the host (sharing [`shared_cache`]), each side started on a
+/// ConfigMap `before` labelled `label` (`greeting: hello`) and one `plain` without it, once
+/// each printed "watching ConfigMaps".
+async fn started_on_two_config_maps(
+    client: &kube::Client,
+    prefix: &str,
+    label: (&str, &str),
+    program: &str,
+) -> SideBySide {
+    let mut runs = SideBySide::wasm_and_native(client, prefix).await;
     runs.each(async |side| {
-        side.create(&config_map("before", &[LABEL], &[("greeting", "hello")]))
+        side.create(&config_map("before", &[label], &[("greeting", "hello")]))
             .await;
         side.create(&config_map("plain", &[], &[("ignored", "yes")]))
             .await;
@@ -77,11 +83,18 @@ async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
     .await;
     let cache = shared_cache();
     runs.start(
-        MODULE,
+        program,
         &["--cache-dir", &cache],
         "watching ConfigMaps",
         START,
     );
+    runs
+}
+
+#[tokio::test]
+async fn go_configmap_mirror_wasm_and_native_reach_the_same_state() {
+    let client = client().await;
+    let mut runs = started_on_two_config_maps(&client, "go-mirror", LABEL, MODULE).await;
     runs.each(async |side| mirror_holds(&side.api(), "before", "greeting", "hello").await)
         .await;
 
@@ -247,25 +260,7 @@ async fn copied_event(side: &Side, source: &str) {
 #[tokio::test]
 async fn a_sample_controller_on_the_oldest_client_go_leads_records_and_applies_as_natively() {
     let client = client().await;
-    let mut runs = SideBySide::wasm_and_native(&client, "go-sample").await;
-    runs.each(async |side| {
-        side.create(&config_map(
-            "before",
-            &[COPY_LABEL],
-            &[("greeting", "hello")],
-        ))
-        .await;
-        side.create(&config_map("plain", &[], &[("ignored", "yes")]))
-            .await;
-    })
-    .await;
-    let cache = shared_cache();
-    runs.start(
-        SAMPLE,
-        &["--cache-dir", &cache],
-        "watching ConfigMaps",
-        START,
-    );
+    let mut runs = started_on_two_config_maps(&client, "go-sample", COPY_LABEL, SAMPLE).await;
     runs.each(async |side| copy_holds(side, "before", "greeting", "hello").await)
         .await;
     // It reconciles as the Lease's holder; a module's host name is wasip1's.
