@@ -127,8 +127,10 @@ pub struct LeverRun {
     pub cpu_seconds: f64,
     /// The first event after the settle time, in ms: a ConfigMap until its Secret is seen
     /// (five examples), or a ring cycle.
+    #[serde(deserialize_with = "crate::stats::null_as_nan")]
     pub next_event_ms: f64,
     /// The event right after it, in ms.
+    #[serde(deserialize_with = "crate::stats::null_as_nan")]
     pub warm_event_ms: f64,
 }
 
@@ -138,6 +140,7 @@ pub struct TimerFigures {
     /// Timers delivered.
     pub delivered: u64,
     /// Their mean lateness, in ms; NaN if none was delivered.
+    #[serde(deserialize_with = "crate::stats::null_as_nan")]
     pub mean_lateness_ms: f64,
     /// Suspended modules resumed ahead of a timer.
     pub resumes_ahead: u64,

@@ -392,6 +392,11 @@ fn machine_context() -> Vec<(String, String)> {
             "load average at start".into(),
             sh("cut -d' ' -f1-3 /proc/loadavg"),
         ),
+        // Which code it measured: the parts of one report may be runs of different days.
+        (
+            "commit".into(),
+            sh("git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown"),
+        ),
     ]
 }
 

@@ -1,7 +1,17 @@
 //! Statistics over samples: percentiles (nearest rank), the median/p99 summary the report
 //! prints for every figure, and a mean with its standard error.
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Reads back a figure that is NaN when nothing was measured (a mean over no samples): JSON
+/// has no NaN, so serde_json writes it as `null`, and this reads `null` as NaN
+/// (`#[serde(deserialize_with = "crate::stats::null_as_nan")]`).
+///
+/// # Errors
+/// If the value is neither a number nor `null`.
+pub fn null_as_nan<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
+}
 
 /// The `p`-th percentile (0–100) of `values` by the nearest-rank method; `None` if empty.
 /// NaN values are ignored.
@@ -87,6 +97,22 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_nothing_measured_reads_back_as_nan() {
+        #[derive(Serialize, Deserialize)]
+        struct Figure {
+            #[serde(deserialize_with = "null_as_nan")]
+            ms: f64,
+        }
+        let written = serde_json::to_string(&Figure { ms: f64::NAN }).expect("written");
+        assert_eq!(written, r#"{"ms":null}"#);
+        let read: Figure = serde_json::from_str(&written).expect("read back");
+        assert!(read.ms.is_nan());
+        let read: Figure = serde_json::from_str(r#"{"ms":2.5}"#).expect("a number");
+        assert_eq!(read.ms, 2.5);
+        assert!(serde_json::from_str::<Figure>(r#"{"ms":"2.5"}"#).is_err());
+    }
 
     #[test]
     fn the_mean_comes_with_the_variance_of_the_mean() {
