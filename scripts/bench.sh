@@ -17,8 +17,10 @@
 #                               # target/bench-parts/NAME and docs/src/benchmarks/parts/NAME.json
 #       ring     the ring, churn, resume curve, levers, mixed and edge fleets, cold start,
 #                replicas (about 40 minutes)
-#       budget   the ring's budgets (--budget-n, default 1,10,100,1000; pass fewer N to split it
-#                further), the idle CPU and the levers judged under the budget (about 2 hours)
+#       budget   the ring's budgets (--budget-n, default 1,10,100,1000), the idle CPU and the
+#                levers judged under the budget (about 2 hours); in more than one part with a
+#                label and fewer N each, e.g. --part budget-1000 --budget-n 1000 --idle-cpu-n 0
+#                --budget-levers, then --part budget-small --budget-n 1,10,100
 #       fleets   the edge, mixed and Go fleets' budgets (about 1 hour)
 #       scale    suspended modules by the thousand (--suspended-scale-n)
 #   scripts/bench.sh --merge [--soak-report SOAK.json]   # one report of the parts in
@@ -69,13 +71,14 @@ while (($#)); do
 done
 # A part: the driver's options that leave out every other stage, before the caller's.
 skip_ring=(--runs 0 --no-churn --no-resume-curve --no-levers --mixed-n 0 --cold-start-n 0 --replicas-modules 0)
-case $part in
+# NAME is a stage, or a stage and a label (budget-1000: a stage run in more than one part).
+case ${part%%-*} in
   "") part_args=() ;;
   ring) part_args=(--budget-n --edge-budget-n --mixed-budget-n --go-budget-n --idle-cpu-n 0 --budget-levers --suspended-scale-n) ;;
   budget) part_args=("${skip_ring[@]}" --edge-budget-n --mixed-budget-n --go-budget-n --suspended-scale-n) ;;
   fleets) part_args=("${skip_ring[@]}" --budget-n --idle-cpu-n 0 --budget-levers --suspended-scale-n) ;;
   scale) part_args=("${skip_ring[@]}" --budget-n --edge-budget-n --mixed-budget-n --go-budget-n --idle-cpu-n 0 --budget-levers) ;;
-  *) echo "bench: --part is ring, budget, fleets or scale, not $part" >&2; exit 2 ;;
+  *) echo "bench: --part is ring, budget, fleets or scale (or STAGE-LABEL), not $part" >&2; exit 2 ;;
 esac
 set -- "${part_args[@]}" "${bench_args[@]}"
 if [[ -n $part ]]; then
