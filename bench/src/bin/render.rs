@@ -38,17 +38,10 @@ fn main() -> anyhow::Result<()> {
         }
     }
     if let Some(paths) = parts {
-        let mut read = Vec::new();
-        for path in &paths {
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .context("a part's file name")?;
-            read.push(Part {
-                name,
-                measured: Report::read(path)?.measured,
-            });
-        }
+        let read = paths
+            .iter()
+            .map(|path| Part::read(path))
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let mut measured = merge(read)?;
         if soak.is_some() {
             measured.soak = soak;

@@ -25,6 +25,23 @@ pub struct Part {
     pub measured: Measured,
 }
 
+impl Part {
+    /// The part in `json` (a `report.json` a run wrote), named after the file's stem.
+    ///
+    /// # Errors
+    /// If the file cannot be read, or holds no measurements of this driver's shape.
+    pub fn read(json: &std::path::Path) -> anyhow::Result<Self> {
+        let name = json
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok_or_else(|| anyhow::anyhow!("{} names no file", json.display()))?;
+        Ok(Self {
+            name,
+            measured: super::Report::read(json)?.measured,
+        })
+    }
+}
+
 /// The sections a part measured, by name, for its line in the merged report.
 fn sections(m: &Measured) -> Vec<&'static str> {
     let mut held = Vec::new();
@@ -160,20 +177,7 @@ pub fn merge(mut parts: Vec<Part>) -> anyhow::Result<Measured> {
         first
     });
 
-    let (ring, ring_part) = one_part(
-        &mut parts,
-        "ring",
-        |m| !m.ring.is_empty(),
-        |m| std::mem::take(&mut m.ring),
-    )?;
-    let base = ring_part.unwrap_or(0);
-    let ns = parts[base].measured.ns.clone();
-    let statics = parts[base]
-        .measured
-        .statics
-        .take()
-        .or_else(|| parts.iter_mut().find_map(|p| p.measured.statics.take()));
-
+    // A list section from the one part that holds it, and which part that was.
     macro_rules! section {
         ($field:ident, $name:literal) => {
             one_part(
@@ -182,27 +186,24 @@ pub fn merge(mut parts: Vec<Part>) -> anyhow::Result<Measured> {
                 |m| !m.$field.is_empty(),
                 |m| std::mem::take(&mut m.$field),
             )?
-            .0
         };
     }
-    let churn = section!(churn, "churn");
-    let resume = section!(resume, "resume curve");
-    let levers = section!(levers, "levers");
-    let mixed = section!(mixed, "fleets");
-    let cold_start = section!(cold_start, "cold start");
-    let suspended_scale = section!(suspended_scale, "suspended scale");
-    let (idle_cpu, idle_part) = one_part(
-        &mut parts,
-        "idle CPU",
-        |m| !m.idle_cpu.is_empty(),
-        |m| std::mem::take(&mut m.idle_cpu),
-    )?;
-    let (lever_judgements, judged_part) = one_part(
-        &mut parts,
-        "levers under the budget",
-        |m| !m.lever_judgements.is_empty(),
-        |m| std::mem::take(&mut m.lever_judgements),
-    )?;
+    let (ring, ring_part) = section!(ring, "ring");
+    let base = ring_part.unwrap_or(0);
+    let ns = parts[base].measured.ns.clone();
+    let statics = parts[base]
+        .measured
+        .statics
+        .take()
+        .or_else(|| parts.iter_mut().find_map(|p| p.measured.statics.take()));
+    let (churn, _) = section!(churn, "churn");
+    let (resume, _) = section!(resume, "resume curve");
+    let (levers, _) = section!(levers, "levers");
+    let (mixed, _) = section!(mixed, "fleets");
+    let (cold_start, _) = section!(cold_start, "cold start");
+    let (suspended_scale, _) = section!(suspended_scale, "suspended scale");
+    let (idle_cpu, idle_part) = section!(idle_cpu, "idle CPU");
+    let (lever_judgements, judged_part) = section!(lever_judgements, "levers under the budget");
     let (replicas, _) = one_part(
         &mut parts,
         "replicas",

@@ -160,15 +160,9 @@ mod tests {
         }
         let parts = paths
             .iter()
-            .map(|path| {
-                let measured = Report::read(path).map_err(|e| format!("{e:#}"))?.measured;
-                let name = path.file_stem().unwrap_or_default().to_string_lossy();
-                Ok(Part {
-                    name: name.into_owned(),
-                    measured,
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
+            .map(|path| Part::read(path))
+            .collect::<anyhow::Result<Vec<_>>>()
+            .map_err(|e| format!("{e:#}"))?;
         let mut merged = merge(parts).map_err(|e| format!("{e:#}"))?;
         let book = Report::read(&dir.join("report.json"))
             .map_err(|e| format!("{e:#}"))?
